@@ -1,0 +1,12 @@
+module github.com/uroce/uroce
+
+go 1.26.0
+
+require (
+	github.com/cilium/ebpf v0.22.0 // indirect
+	github.com/google/gopacket v1.1.19 // indirect
+	github.com/vishvananda/netlink v1.3.1 // indirect
+	github.com/vishvananda/netns v0.0.5 // indirect
+	golang.org/x/net v0.62.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
+)
