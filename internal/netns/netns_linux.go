@@ -101,6 +101,14 @@ func create(name string) (*NS, error) {
 	go func() {
 		runtime.LockOSThread()
 		h, err := netns.NewNamed(name)
+		if err == nil {
+			// Interfaces made here later get these defaults: IPv6
+			// addresses, link-local ones included, are usable at once,
+			// so neighbour discovery works from the first packet.
+			for _, f := range []string{"all", "default"} {
+				os.WriteFile("/proc/sys/net/ipv6/conf/"+f+"/accept_dad", []byte("0"), 0)
+			}
+		}
 		ch <- result{h, err}
 	}()
 	r := <-ch
