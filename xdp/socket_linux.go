@@ -228,8 +228,12 @@ func open(cfg Config, zeroCopy bool) (_ *Socket, err error) {
 		func() ([]byte, error) {
 			return mapRing(fd, unix.XDP_UMEM_PGOFF_COMPLETION_RING, off.Cr, uint32(cfg.CompletionSize), &s.Completion.r)
 		},
-		func() ([]byte, error) { return mapRing(fd, unix.XDP_PGOFF_RX_RING, off.Rx, uint32(cfg.RXSize), &s.RX.r) },
-		func() ([]byte, error) { return mapRing(fd, unix.XDP_PGOFF_TX_RING, off.Tx, uint32(cfg.TXSize), &s.TX.r) },
+		func() ([]byte, error) {
+			return mapRing(fd, unix.XDP_PGOFF_RX_RING, off.Rx, uint32(cfg.RXSize), &s.RX.r)
+		},
+		func() ([]byte, error) {
+			return mapRing(fd, unix.XDP_PGOFF_TX_RING, off.Tx, uint32(cfg.TXSize), &s.TX.r)
+		},
 	} {
 		mem, err := m()
 		if err != nil {
