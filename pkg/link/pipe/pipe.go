@@ -1,0 +1,595 @@
+package pipe
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/uroce/uroce/bth"
+	"github.com/uroce/uroce/pkg/link"
+	"github.com/uroce/uroce/pkg/link/internal/wire"
+)
+
+var _ link.Link = (*Link)(nil)
+
+// ErrNotPeer is returned (wrapped with link.ErrNoRoute) when a packet is
+// addressed to anyone but the pipe's other end.
+var ErrNotPeer = fmt.Errorf("pipe: destination is not the peer: %w", link.ErrNoRoute)
+
+var (
+	errClosed = fmt.Errorf("pipe: %w", link.ErrClosed)
+	errTooBig = fmt.Errorf("pipe: %w", link.ErrTooBig)
+	errShort  = errors.New("pipe: packet shorter than BTH and ICRC")
+)
+
+// ECN configures RED-style CE marking on a direction's queue, in bytes.
+type ECN struct {
+	Kmin, Kmax int
+	Pmax       float64
+}
+
+// Faults are one direction's impairments. The zero value is a perfect wire.
+type Faults struct {
+	Drop, Duplicate, Reorder, Corrupt float64
+	// ReorderAfter is how many later packets overtake a held one; 0 means 3.
+	ReorderAfter int
+	// ReorderMaxHold bounds how long a packet is held, in pipe time; 0
+	// means 10 ms.
+	ReorderMaxHold time.Duration
+	Delay, Jitter  time.Duration
+	// Rate is the bottleneck rate in bytes/s (IP datagram bytes); 0 means
+	// no bottleneck.
+	Rate float64
+	// QueueLimit tail-drops packets that would make the queue exceed it,
+	// in bytes; 0 means unlimited.
+	QueueLimit int
+	// ECN marks CE on the queue when set.
+	ECN *ECN
+}
+
+// Config configures a pipe. The zero value is usable.
+type Config struct {
+	// A and B are the two ends' addresses, of one family; the zero values
+	// mean 10.0.0.1 and 10.0.0.2.
+	A, B netip.Addr
+	// MTU is the IP MTU; 0 means 1500.
+	MTU int
+	// Buffers is the pool size shared by both ends; 0 means 1024.
+	Buffers int
+	// AtoB and BtoA are the faults of each direction.
+	AtoB, BtoA Faults
+	// Seed seeds the fault injector.
+	Seed uint64
+	// Clock, when set, is the pipe's clock.
+	Clock func() time.Time
+	// Manual, when set and Clock is not, makes the pipe's clock the time
+	// last passed to Advance (starting at the zero Time).
+	Manual bool
+}
+
+// FaultStats counts what a direction's fault injector did.
+type FaultStats struct {
+	Dropped, QueueDropped, Marked, Corrupted, Duplicated, Reordered uint64
+}
+
+type flight struct {
+	at   time.Time
+	seq  uint64
+	p    *link.Packet
+	hold time.Time // when the reorder stage began holding it
+	ip   int       // offset of the IP header in p.Buf
+	n    int       // IP datagram length
+}
+
+// direction is one way through the pipe, owned by the pipe's mutex.
+type direction struct {
+	f       Faults
+	rng     *rand.Rand
+	q       heap // in flight, by delivery time
+	queued  int  // bytes in flight (sent, not yet received)
+	busy    time.Time
+	held    []flight // reorder stage
+	heldFor []int    // packets still to overtake each held one
+	stats   FaultStats
+	seq     uint64
+}
+
+type shared struct {
+	mu      sync.Mutex
+	cfg     Config
+	free    []*link.Packet
+	bufSize int
+	manual  time.Time
+	dir     [2]direction // 0: A to B, 1: B to A
+	ends    [2]*Link
+}
+
+// Link is one end of a pipe.
+type Link struct {
+	s      *shared
+	side   int // 0 for A, 1 for B
+	addr   netip.Addr
+	peer   netip.Addr
+	info   link.Info
+	ipID   uint16
+	stats  link.Stats
+	closed bool
+	wake   chan struct{} // capacity 1: something arrived or time moved
+	done   chan struct{} // closed by Close
+	timer  *time.Timer
+	g      wire.Datagram
+}
+
+// New makes a pipe and returns its two ends.
+func New(cfg Config) (a, b *Link) {
+	if !cfg.A.IsValid() {
+		cfg.A = netip.MustParseAddr("10.0.0.1")
+	}
+	if !cfg.B.IsValid() {
+		cfg.B = netip.MustParseAddr("10.0.0.2")
+	}
+	cfg.A, cfg.B = cfg.A.Unmap(), cfg.B.Unmap()
+	if cfg.MTU == 0 {
+		cfg.MTU = 1500
+	}
+	if cfg.Buffers == 0 {
+		cfg.Buffers = 1024
+	}
+	s := &shared{cfg: cfg}
+	for i, f := range []Faults{cfg.AtoB, cfg.BtoA} {
+		if f.ReorderAfter == 0 {
+			f.ReorderAfter = 3
+		}
+		if f.ReorderMaxHold == 0 {
+			f.ReorderMaxHold = 10 * time.Millisecond
+		}
+		s.dir[i] = direction{f: f, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(i)+0x9e3779b97f4a7c15))}
+	}
+	// Room for headroom, the largest datagram's payload and rounding.
+	s.bufSize = link.Headroom + cfg.MTU
+	slab := make([]byte, s.bufSize*cfg.Buffers)
+	pk := make([]link.Packet, cfg.Buffers)
+	s.free = make([]*link.Packet, 0, cfg.Buffers)
+	for i := range pk {
+		pk[i].Buf = slab[i*s.bufSize : (i+1)*s.bufSize : (i+1)*s.bufSize]
+		s.free = append(s.free, &pk[i])
+	}
+	mk := func(side int, addr, peer netip.Addr) *Link {
+		l := &Link{s: s, side: side, addr: addr, peer: peer,
+			wake: make(chan struct{}, 1), done: make(chan struct{})}
+		l.info = link.Info{Kind: "pipe", Name: fmt.Sprintf("pipe%c", 'A'+side), Addr: addr, MTU: cfg.MTU}
+		l.timer = time.NewTimer(time.Hour)
+		l.timer.Stop()
+		return l
+	}
+	a, b = mk(0, cfg.A, cfg.B), mk(1, cfg.B, cfg.A)
+	s.ends = [2]*Link{a, b}
+	return a, b
+}
+
+func (s *shared) now() time.Time {
+	switch {
+	case s.cfg.Clock != nil:
+		return s.cfg.Clock()
+	case s.cfg.Manual:
+		return s.manual
+	}
+	return time.Now()
+}
+
+// Advance tells the pipe the time moved: in Manual mode it sets the pipe's
+// clock to now (which never goes backwards); in any mode it wakes waiters
+// so they look again.
+func (l *Link) Advance(now time.Time) {
+	s := l.s
+	s.mu.Lock()
+	if s.cfg.Manual && s.cfg.Clock == nil && now.After(s.manual) {
+		s.manual = now
+	}
+	s.mu.Unlock()
+	for _, e := range s.ends {
+		e.poke()
+	}
+}
+
+func (l *Link) poke() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Next returns when the next packet bound for this end falls due, if any
+// is in flight (held-back packets excluded).
+func (l *Link) Next() (time.Time, bool) {
+	s := l.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := &s.dir[1-l.side]
+	if len(d.q) == 0 {
+		return time.Time{}, false
+	}
+	return d.q[0].at, true
+}
+
+// FaultStats returns what the injector did to packets sent by this end.
+func (l *Link) FaultStats() FaultStats {
+	l.s.mu.Lock()
+	defer l.s.mu.Unlock()
+	return l.s.dir[l.side].stats
+}
+
+// Alloc implements link.Link.
+func (l *Link) Alloc(pkts []*link.Packet) int {
+	s := l.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l.closed {
+		return 0
+	}
+	n := 0
+	for n < len(pkts) && len(s.free) > 0 {
+		p := s.free[len(s.free)-1]
+		s.free = s.free[:len(s.free)-1]
+		*p = link.Packet{Buf: p.Buf, Off: link.Headroom}
+		pkts[n] = p
+		n++
+	}
+	return n
+}
+
+// Release implements link.Link.
+func (l *Link) Release(pkts []*link.Packet) {
+	s := l.s
+	s.mu.Lock()
+	for i, p := range pkts {
+		if p != nil {
+			s.free = append(s.free, p)
+			pkts[i] = nil
+		}
+	}
+	s.mu.Unlock()
+}
+
+func (s *shared) put(p *link.Packet) { s.free = append(s.free, p) }
+
+// Send implements link.Link.
+func (l *Link) Send(pkts []*link.Packet) (int, error) {
+	s := l.s
+	s.mu.Lock()
+	sent, err := l.send(pkts)
+	s.mu.Unlock()
+	if sent > 0 {
+		s.ends[1-l.side].poke()
+	}
+	return sent, err
+}
+
+func (l *Link) send(pkts []*link.Packet) (int, error) {
+	s := l.s
+	var firstErr error
+	fail := func(i int, err error) {
+		s.put(pkts[i])
+		pkts[i] = nil
+		l.stats.TxDropped++
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	sent := 0
+	now := s.now()
+	d := &s.dir[l.side]
+	peer := s.ends[1-l.side]
+	for i, p := range pkts {
+		if l.closed {
+			fail(i, errClosed)
+			continue
+		}
+		if p.Len < bth.BTHLen+bth.ICRCLen {
+			fail(i, errShort)
+			continue
+		}
+		if r := p.Remote.Unmap(); r.IsValid() && r != l.peer {
+			fail(i, ErrNotPeer)
+			continue
+		}
+		h := wire.Header{Src: l.addr, Dst: l.peer, SrcPort: p.SrcPort, DstPort: link.UDPPort,
+			TOS: p.TOS, TTL: 64, ID: l.ipID, DF: true}
+		if h.SrcPort == 0 {
+			h.SrcPort = 0xc000
+		}
+		hl := h.Len()
+		if hl+p.Len > s.cfg.MTU || p.Off < hl || p.Off+p.Len > len(p.Buf) {
+			fail(i, errTooBig)
+			continue
+		}
+		l.ipID++
+		ip := wire.Put(p.Buf, p.Off, p.Len, &h)
+		end := p.Off + p.Len
+		if err := bth.PutICRC(p.Buf[ip:end]); err != nil {
+			fail(i, fmt.Errorf("pipe: %w", err))
+			continue
+		}
+		l.stats.TxPackets++
+		l.stats.TxBytes += uint64(p.Len)
+		sent++
+		pkts[i] = nil
+		if peer.closed {
+			s.put(p)
+			continue
+		}
+		d.stage(s, flight{p: p, ip: ip, n: end - ip}, now)
+	}
+	return sent, firstErr
+}
+
+// stage runs one packet through the direction's faults.
+func (d *direction) stage(s *shared, fl flight, now time.Time) {
+	f := &d.f
+	if f.Drop > 0 && d.rng.Float64() < f.Drop {
+		d.stats.Dropped++
+		s.put(fl.p)
+		return
+	}
+	// Bottleneck queue and ECN.
+	q := d.queued
+	start := now
+	if f.Rate > 0 {
+		q = 0
+		if d.busy.After(now) {
+			q = int(d.busy.Sub(now).Seconds() * f.Rate)
+			start = d.busy
+		}
+	}
+	if f.QueueLimit > 0 && q+fl.n > f.QueueLimit {
+		d.stats.QueueDropped++
+		s.put(fl.p)
+		return
+	}
+	if e := f.ECN; e != nil {
+		ipb := fl.p.Buf[fl.ip:]
+		var tos uint8
+		if ipb[0]>>4 == 4 {
+			tos = bth.IPv4(ipb).TOS()
+		} else {
+			tos = bth.IPv6(ipb).TrafficClass()
+		}
+		if tos&3 != link.ECNNotECT && mark(d.rng, e, q) {
+			d.stats.Marked++
+			// TOS and traffic class are masked by the ICRC: marking
+			// in flight leaves it valid, as a switch does.
+			if ipb[0]>>4 == 4 {
+				bth.IPv4(ipb).SetTOS(tos | link.ECNCE)
+			} else {
+				bth.IPv6(ipb).SetTrafficClass(tos | link.ECNCE)
+			}
+		}
+	}
+	depart := start
+	if f.Rate > 0 {
+		depart = start.Add(time.Duration(float64(fl.n) / f.Rate * float64(time.Second)))
+		d.busy = depart
+	}
+	fl.at = depart.Add(f.Delay)
+	if f.Jitter > 0 {
+		fl.at = fl.at.Add(time.Duration(d.rng.Int64N(int64(f.Jitter))))
+	}
+	if f.Corrupt > 0 && d.rng.Float64() < f.Corrupt {
+		d.stats.Corrupted++
+		corrupt(d.rng, fl.p)
+	}
+	var dup *link.Packet
+	if f.Duplicate > 0 && d.rng.Float64() < f.Duplicate && len(s.free) > 0 {
+		dup = s.free[len(s.free)-1]
+		s.free = s.free[:len(s.free)-1]
+		copy(dup.Buf, fl.p.Buf[:fl.ip+fl.n])
+		d.stats.Duplicated++
+	}
+	d.queued += fl.n
+	// Packets already held are overtaken by this one.
+	for i := 0; i < len(d.held); {
+		d.heldFor[i]--
+		if d.heldFor[i] <= 0 {
+			h := d.held[i]
+			if h.at.Before(fl.at) {
+				h.at = fl.at
+			}
+			d.enqueue(h)
+			d.held = append(d.held[:i], d.held[i+1:]...)
+			d.heldFor = append(d.heldFor[:i], d.heldFor[i+1:]...)
+			continue
+		}
+		i++
+	}
+	if f.Reorder > 0 && d.rng.Float64() < f.Reorder {
+		d.stats.Reordered++
+		fl.hold = now
+		d.held = append(d.held, fl)
+		d.heldFor = append(d.heldFor, f.ReorderAfter)
+	} else {
+		d.enqueue(fl)
+	}
+	if dup != nil {
+		fl2 := fl
+		fl2.p = dup
+		d.queued += fl2.n
+		d.enqueue(fl2)
+	}
+}
+
+func (d *direction) enqueue(fl flight) {
+	d.seq++
+	fl.seq = d.seq
+	d.q.push(fl)
+}
+
+// releaseHeld releases held packets that have waited ReorderMaxHold.
+func (d *direction) releaseHeld(now time.Time) {
+	for i := 0; i < len(d.held); {
+		h := d.held[i]
+		if t := h.hold.Add(d.f.ReorderMaxHold); !now.Before(t) {
+			if h.at.Before(t) {
+				h.at = t
+			}
+			d.held = append(d.held[:i], d.held[i+1:]...)
+			d.heldFor = append(d.heldFor[:i], d.heldFor[i+1:]...)
+			d.enqueue(h)
+			continue
+		}
+		i++
+	}
+}
+
+func mark(r *rand.Rand, e *ECN, q int) bool {
+	switch {
+	case q <= e.Kmin:
+		return false
+	case q >= e.Kmax:
+		return true
+	}
+	p := e.Pmax * float64(q-e.Kmin) / float64(e.Kmax-e.Kmin)
+	return r.Float64() < p
+}
+
+// corrupt flips one bit of the RoCE packet that the ICRC covers: any bit
+// but those of BTH byte 4 (resv8a, masked).
+func corrupt(r *rand.Rand, p *link.Packet) {
+	for {
+		bit := r.IntN(p.Len * 8)
+		if bit/8 == 4 {
+			continue
+		}
+		p.Buf[p.Off+bit/8] ^= 1 << (bit % 8)
+		return
+	}
+}
+
+// Recv implements link.Link.
+func (l *Link) Recv(pkts []*link.Packet) (int, error) {
+	s := l.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l.closed {
+		return 0, errClosed
+	}
+	d := &s.dir[1-l.side]
+	now := s.now()
+	d.releaseHeld(now)
+	n := 0
+	for n < len(pkts) && len(d.q) > 0 && !d.q[0].at.After(now) {
+		fl := d.q.pop()
+		d.queued -= fl.n
+		p := fl.p
+		dg := p.Buf[fl.ip : fl.ip+fl.n]
+		if err := wire.Parse(dg, &l.g); err != nil || l.g.Dst != l.addr {
+			l.stats.RxDropped++
+			s.put(p)
+			continue
+		}
+		if bth.VerifyICRC(dg) != nil {
+			l.stats.RxICRCErrors++
+			s.put(p)
+			continue
+		}
+		*p = link.Packet{Buf: p.Buf, Off: fl.ip + l.g.Off, Len: l.g.End - l.g.Off,
+			Remote: l.g.Src, Local: l.g.Dst, SrcPort: l.g.SrcPort, TOS: l.g.TOS}
+		l.stats.RxPackets++
+		l.stats.RxBytes += uint64(p.Len)
+		pkts[n] = p
+		n++
+	}
+	return n, nil
+}
+
+// Wait implements link.Link. A timeout is not an error: Wait returns nil
+// and the next Recv may find nothing.
+func (l *Link) Wait(timeout time.Duration) error {
+	s := l.s
+	var deadline time.Time
+	if timeout >= 0 {
+		deadline = time.Now().Add(timeout)
+	}
+	realTime := s.cfg.Clock == nil && !s.cfg.Manual
+	for {
+		s.mu.Lock()
+		if l.closed {
+			s.mu.Unlock()
+			return errClosed
+		}
+		d := &s.dir[1-l.side]
+		now := s.now()
+		d.releaseHeld(now)
+		var next time.Time
+		ready := false
+		if len(d.q) > 0 {
+			next = d.q[0].at
+			ready = !next.After(now)
+		}
+		for _, h := range d.held {
+			if t := h.hold.Add(d.f.ReorderMaxHold); next.IsZero() || t.Before(next) {
+				next = t
+			}
+		}
+		s.mu.Unlock()
+		if ready {
+			return nil
+		}
+		// Sleep until woken, the deadline, or (in real time) the next
+		// delivery.
+		sleep := time.Duration(-1)
+		if !deadline.IsZero() {
+			if sleep = time.Until(deadline); sleep <= 0 {
+				return nil
+			}
+		}
+		if realTime && !next.IsZero() {
+			if dn := max(time.Until(next), 0); sleep < 0 || dn < sleep {
+				sleep = dn
+			}
+		}
+		if sleep >= 0 {
+			l.timer.Reset(sleep)
+		}
+		select {
+		case <-l.wake:
+		case <-l.done:
+		case <-l.timer.C:
+		}
+		l.timer.Stop()
+	}
+}
+
+// Info implements link.Link.
+func (l *Link) Info() link.Info { return l.info }
+
+// Stats implements link.Link.
+func (l *Link) Stats() link.Stats {
+	l.s.mu.Lock()
+	defer l.s.mu.Unlock()
+	return l.stats
+}
+
+// Close implements link.Link. Packets in flight to this end are freed; the
+// peer's later sends to it are counted as sent and vanish.
+func (l *Link) Close() error {
+	s := l.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	l.closed = true
+	close(l.done)
+	d := &s.dir[1-l.side]
+	for len(d.q) > 0 {
+		s.put(d.q.pop().p)
+	}
+	for _, h := range d.held {
+		s.put(h.p)
+	}
+	d.held, d.heldFor, d.queued = d.held[:0], d.heldFor[:0], 0
+	return nil
+}
