@@ -185,3 +185,9 @@ func (x *TXRing) Size() int { return int(x.r.size) }
 func (x *TXRing) NeedWakeup() bool { return x.r.needWakeup() }
 
 func loadConsumer[T any](r *ring[T]) uint32 { return atomic.LoadUint32(r.consumer) }
+
+// Ready returns how many received descriptors are waiting.
+func (x *RXRing) Ready() int { return int(x.r.avail()) }
+
+// Pending returns how many queued descriptors the kernel has not consumed.
+func (x *TXRing) Pending() int { return int(x.r.cachedProd - loadConsumer(&x.r)) }
