@@ -1,0 +1,517 @@
+package udp
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/uroce/uroce/bth"
+	"github.com/uroce/uroce/pkg/link"
+	"github.com/uroce/uroce/pkg/link/internal/mmsg"
+	"github.com/uroce/uroce/pkg/link/internal/wire"
+	"golang.org/x/sys/unix"
+)
+
+var _ link.Link = (*Link)(nil)
+
+// Errors returned by Open.
+var (
+	// ErrAddr is returned when the address is not a specific unicast one.
+	ErrAddr = errors.New("udp: need a specific local address")
+)
+
+var (
+	errClosed = fmt.Errorf("udp: %w", link.ErrClosed)
+	errTooBig = fmt.Errorf("udp: %w", link.ErrTooBig)
+	errFamily = fmt.Errorf("udp: destination of the other address family: %w", link.ErrNoRoute)
+	errShort  = errors.New("udp: packet shorter than BTH and ICRC")
+)
+
+// Config configures a link.
+type Config struct {
+	// Addr is the local address to bind; required.
+	Addr netip.Addr
+	// Port is the port bound and sent to; 0 means 4791.
+	Port uint16
+	// MTU is the IP MTU; 0 means the MTU of the interface holding Addr,
+	// capped at 9000 (no RoCE packet is larger).
+	MTU int
+	// Batch is the most packets one system call moves; 0 means 64.
+	Batch int
+	// Buffers is the number of packet buffers; 0 means 1024.
+	Buffers int
+	// SockBuf is SO_RCVBUF and SO_SNDBUF in bytes; 0 means 4 MiB.
+	SockBuf int
+}
+
+// Stats are the link's counters plus the ones particular to this backend.
+type Stats struct {
+	link.Stats
+	// RxIDSolved counts IPv4 packets that verified only with a nonzero,
+	// solved-for IP ID (16-bit strength; see the package documentation).
+	RxIDSolved uint64
+}
+
+// Link is a RoCE link over a kernel UDP socket.
+type Link struct {
+	mu     sync.RWMutex // read-held by every call, write-held by Close
+	closed bool
+
+	fd, efd int
+	v6      bool
+	port    uint16
+	info    link.Info
+	bufSize int
+
+	free   []*link.Packet
+	rx     []*link.Packet // buffers posted in rxb, one per slot
+	rxb    *mmsg.Batch
+	txb    *mmsg.Batch
+	tx     []*link.Packet
+	pfd    [2]unix.PollFd
+	ids    *idSolver
+	stats  Stats
+	cmsgV  cmsgResult
+	closeO sync.Once
+}
+
+type cmsgResult struct {
+	tos   uint8
+	local netip.Addr
+}
+
+// Open binds a link.
+func Open(cfg Config) (*Link, error) {
+	a := cfg.Addr.Unmap()
+	if !a.IsValid() || a.IsUnspecified() || a.IsMulticast() {
+		return nil, ErrAddr
+	}
+	if cfg.Port == 0 {
+		cfg.Port = link.UDPPort
+	}
+	if cfg.Batch == 0 {
+		cfg.Batch = 64
+	}
+	if cfg.Buffers == 0 {
+		cfg.Buffers = 1024
+	}
+	if cfg.Buffers < 2*cfg.Batch {
+		cfg.Buffers = 2 * cfg.Batch
+	}
+	if cfg.SockBuf == 0 {
+		cfg.SockBuf = 4 << 20
+	}
+	if cfg.MTU == 0 {
+		cfg.MTU = min(ifaceMTU(a), 9000)
+	}
+	l := &Link{fd: -1, efd: -1, v6: a.Is6(), port: cfg.Port}
+	l.info = link.Info{Kind: "udp", Name: a.String(), Addr: a, MTU: cfg.MTU}
+	if err := l.open(a, cfg); err != nil {
+		l.release()
+		return nil, err
+	}
+	return l, nil
+}
+
+func (l *Link) open(a netip.Addr, cfg Config) error {
+	fam := unix.AF_INET
+	if l.v6 {
+		fam = unix.AF_INET6
+	}
+	fd, err := unix.Socket(fam, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP)
+	if err != nil {
+		return fmt.Errorf("udp: socket: %w", err)
+	}
+	l.fd = fd
+	type opt struct {
+		level, name, v int
+		what           string
+	}
+	opts := []opt{
+		{unix.SOL_SOCKET, unix.SO_RCVBUF, cfg.SockBuf, "SO_RCVBUF"},
+		{unix.SOL_SOCKET, unix.SO_SNDBUF, cfg.SockBuf, "SO_SNDBUF"},
+	}
+	if l.v6 {
+		opts = append(opts,
+			opt{unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 1, "IPV6_V6ONLY"},
+			opt{unix.IPPROTO_IPV6, unix.IPV6_MTU_DISCOVER, unix.IPV6_PMTUDISC_DO, "IPV6_MTU_DISCOVER"},
+			opt{unix.IPPROTO_IPV6, unix.IPV6_RECVPKTINFO, 1, "IPV6_RECVPKTINFO"},
+			opt{unix.IPPROTO_IPV6, unix.IPV6_RECVTCLASS, 1, "IPV6_RECVTCLASS"},
+			// rxe peers may send UDP/IPv6 with a zero checksum; the
+			// ICRC protects the packet.
+			opt{unix.IPPROTO_UDP, unix.UDP_NO_CHECK6_RX, 1, "UDP_NO_CHECK6_RX"},
+		)
+	} else {
+		opts = append(opts,
+			opt{unix.IPPROTO_IP, unix.IP_MTU_DISCOVER, unix.IP_PMTUDISC_DO, "IP_MTU_DISCOVER"},
+			opt{unix.IPPROTO_IP, unix.IP_PKTINFO, 1, "IP_PKTINFO"},
+			opt{unix.IPPROTO_IP, unix.IP_RECVTOS, 1, "IP_RECVTOS"},
+		)
+	}
+	for _, o := range opts {
+		if err := unix.SetsockoptInt(fd, o.level, o.name, o.v); err != nil {
+			return fmt.Errorf("udp: %s: %w", o.what, err)
+		}
+	}
+	// As root, lift the buffers past net.core.rmem_max; harmless otherwise.
+	unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, cfg.SockBuf)
+	unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, cfg.SockBuf)
+	var sa unix.Sockaddr
+	if l.v6 {
+		sa = &unix.SockaddrInet6{Port: int(cfg.Port), Addr: a.As16()}
+	} else {
+		sa = &unix.SockaddrInet4{Port: int(cfg.Port), Addr: a.As4()}
+	}
+	if err := unix.Bind(fd, sa); err != nil {
+		return fmt.Errorf("udp: bind %v: %w", netip.AddrPortFrom(a, cfg.Port), err)
+	}
+	l.efd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("udp: eventfd: %w", err)
+	}
+	l.pfd = [2]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(l.efd), Events: unix.POLLIN}}
+
+	// Buffers: headroom plus the largest UDP payload the MTU allows.
+	l.bufSize = link.Headroom + cfg.MTU
+	slab := make([]byte, l.bufSize*cfg.Buffers)
+	pk := make([]link.Packet, cfg.Buffers)
+	l.free = make([]*link.Packet, 0, cfg.Buffers)
+	for i := range pk {
+		pk[i].Buf = slab[i*l.bufSize : (i+1)*l.bufSize : (i+1)*l.bufSize]
+		l.free = append(l.free, &pk[i])
+	}
+	ctrl := unix.CmsgSpace(unix.SizeofInet6Pktinfo) + unix.CmsgSpace(4) + 16
+	l.rxb = mmsg.New(cfg.Batch, ctrl)
+	l.txb = mmsg.New(cfg.Batch, unix.CmsgSpace(4))
+	l.rx = make([]*link.Packet, cfg.Batch)
+	l.tx = make([]*link.Packet, cfg.Batch)
+	l.ids = newIDSolver(cfg.MTU)
+	return nil
+}
+
+// ifaceMTU returns the MTU of the interface that holds a, or whose prefix
+// holds it (127.0.0.2 is on lo by way of 127.0.0.0/8), or 1500.
+func ifaceMTU(a netip.Addr) int {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return 1500
+	}
+	mtu := 1500
+	for _, ifc := range ifs {
+		as, _ := ifc.Addrs()
+		for _, x := range as {
+			n, ok := x.(*net.IPNet)
+			if !ok {
+				continue
+			}
+			ip, ok := netip.AddrFromSlice(n.IP)
+			if ok && ip.Unmap() == a {
+				return ifc.MTU
+			}
+			if n.Contains(a.AsSlice()) && ifc.Flags&net.FlagLoopback != 0 {
+				mtu = ifc.MTU
+			}
+		}
+	}
+	return mtu
+}
+
+// Alloc implements link.Link.
+func (l *Link) Alloc(pkts []*link.Packet) int {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return 0
+	}
+	n := 0
+	for n < len(pkts) && len(l.free) > 0 {
+		p := l.free[len(l.free)-1]
+		l.free = l.free[:len(l.free)-1]
+		*p = link.Packet{Buf: p.Buf, Off: link.Headroom}
+		pkts[n] = p
+		n++
+	}
+	return n
+}
+
+// Release implements link.Link.
+func (l *Link) Release(pkts []*link.Packet) {
+	for i, p := range pkts {
+		if p != nil {
+			l.free = append(l.free, p)
+			pkts[i] = nil
+		}
+	}
+}
+
+// Send implements link.Link.
+func (l *Link) Send(pkts []*link.Packet) (int, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		l.stats.TxDropped += uint64(len(pkts))
+		l.Release(pkts)
+		return 0, errClosed
+	}
+	sent := 0
+	var firstErr error
+	for len(pkts) > 0 {
+		k := min(len(pkts), l.txb.Cap())
+		n, err := l.sendBatch(pkts[:k])
+		sent += n
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+		pkts = pkts[k:]
+	}
+	return sent, firstErr
+}
+
+func (l *Link) sendBatch(pkts []*link.Packet) (int, error) {
+	var firstErr error
+	drop := func(p *link.Packet, err error) {
+		l.stats.TxDropped++
+		l.free = append(l.free, p)
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	src := l.info.Addr
+	n := 0
+	for i, p := range pkts {
+		pkts[i] = nil
+		dst := p.Remote.Unmap()
+		if dst.Is6() != l.v6 || !dst.IsValid() {
+			drop(p, errFamily)
+			continue
+		}
+		if p.Len < bth.BTHLen+bth.ICRCLen {
+			drop(p, errShort)
+			continue
+		}
+		h := wire.Header{Src: src, Dst: dst, SrcPort: l.port, DstPort: l.port, DF: true, TTL: 64}
+		hl := h.Len()
+		if hl+p.Len > l.info.MTU || p.Off < hl || p.Off+p.Len > len(p.Buf) {
+			drop(p, errTooBig)
+			continue
+		}
+		// The headers the kernel will write, for the ICRC only.
+		ip := wire.Put(p.Buf, p.Off, p.Len, &h)
+		if err := bth.PutICRC(p.Buf[ip : p.Off+p.Len]); err != nil {
+			drop(p, fmt.Errorf("udp: %w", err))
+			continue
+		}
+		l.txb.SetBuf(n, p.Buf[p.Off:p.Off+p.Len])
+		l.txb.SetInet(n, netip.AddrPortFrom(dst, l.port))
+		l.txb.ResetControl(n)
+		if l.v6 {
+			l.txb.AddControlInt(n, unix.IPPROTO_IPV6, unix.IPV6_TCLASS, int32(p.TOS))
+		} else {
+			l.txb.AddControlInt(n, unix.IPPROTO_IP, unix.IP_TOS, int32(p.TOS))
+		}
+		l.tx[n] = p
+		n++
+	}
+	sent := 0
+	for i := 0; i < n; {
+		m, err := l.txb.Send(l.fd, i, n)
+		switch {
+		case err != nil:
+			// The message at i failed (e.g. EMSGSIZE, ENETUNREACH):
+			// drop it and go on with the rest.
+			drop(l.tx[i], fmt.Errorf("udp: sendmmsg: %w", err))
+			l.tx[i] = nil
+			i++
+		case m == 0:
+			// Socket buffer full: wait for room, briefly.
+			if !l.pollOut() {
+				for ; i < n; i++ {
+					drop(l.tx[i], fmt.Errorf("udp: send buffer full: %w", unix.EAGAIN))
+					l.tx[i] = nil
+				}
+			}
+		default:
+			for _, p := range l.tx[i : i+m] {
+				l.stats.TxPackets++
+				l.stats.TxBytes += uint64(p.Len)
+				l.free = append(l.free, p)
+			}
+			clear(l.tx[i : i+m])
+			sent += m
+			i += m
+		}
+	}
+	return sent, firstErr
+}
+
+func (l *Link) pollOut() bool {
+	pfd := [1]unix.PollFd{{Fd: int32(l.fd), Events: unix.POLLOUT}}
+	ts := unix.NsecToTimespec(int64(100 * time.Millisecond))
+	n, err := unix.Ppoll(pfd[:], &ts, nil)
+	return err == nil && n > 0
+}
+
+// Recv implements link.Link.
+func (l *Link) Recv(pkts []*link.Packet) (int, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return 0, errClosed
+	}
+	// Post a buffer in every slot that lacks one.
+	want := min(len(pkts), l.rxb.Cap())
+	for i := range want {
+		if l.rx[i] == nil {
+			if len(l.free) == 0 {
+				want = i
+				break
+			}
+			p := l.free[len(l.free)-1]
+			l.free = l.free[:len(l.free)-1]
+			l.rx[i] = p
+			l.rxb.SetBuf(i, p.Buf[link.Headroom:])
+		}
+	}
+	if want == 0 {
+		return 0, nil
+	}
+	m, err := l.rxb.Recv(l.fd, want)
+	if err != nil {
+		return 0, fmt.Errorf("udp: recvmmsg: %w", err)
+	}
+	out := 0
+	for i := range m {
+		p := l.rx[i]
+		if l.accept(i, p) {
+			l.rx[i] = nil
+			pkts[out] = p
+			out++
+		}
+	}
+	return out, nil
+}
+
+// accept checks slot i's datagram and fills p; a rejected datagram's
+// buffer stays posted.
+func (l *Link) accept(i int, p *link.Packet) bool {
+	n := l.rxb.Len(i)
+	if l.rxb.Flags(i)&unix.MSG_TRUNC != 0 || n < bth.BTHLen+bth.ICRCLen {
+		l.stats.RxDropped++
+		return false
+	}
+	from := l.rxb.Inet(i)
+	l.cmsgV = cmsgResult{local: l.info.Addr}
+	mmsg.Cmsg(l.rxb.Control(i), l.parseCmsg)
+	*p = link.Packet{Buf: p.Buf, Off: link.Headroom, Len: n, Remote: from.Addr(), Local: l.cmsgV.local,
+		SrcPort: from.Port(), TOS: l.cmsgV.tos}
+	h := wire.Header{Src: p.Remote, Dst: p.Local, SrcPort: from.Port(), DstPort: l.port, DF: true}
+	ip := wire.Put(p.Buf, p.Off, n, &h)
+	dg := p.Buf[ip : p.Off+n]
+	crc, err := bth.ICRC(dg)
+	if err != nil {
+		l.stats.RxDropped++
+		return false
+	}
+	got := binary.LittleEndian.Uint32(dg[len(dg)-bth.ICRCLen:])
+	if got != crc {
+		// Only IPv4 has an ID to solve for; m counts the covered bytes
+		// after it (IP header offset 6 to the ICRC).
+		if l.v6 {
+			l.stats.RxICRCErrors++
+			return false
+		}
+		id, ok := l.ids.solve(len(dg)-bth.ICRCLen-6, got^crc)
+		if !ok {
+			l.stats.RxICRCErrors++
+			return false
+		}
+		// Leave the header as it was on the wire.
+		bth.IPv4(dg).SetID(id)
+		l.stats.RxIDSolved++
+	}
+	l.stats.RxPackets++
+	l.stats.RxBytes += uint64(n)
+	return true
+}
+
+func (l *Link) parseCmsg(level, typ int32, data []byte) {
+	switch {
+	case level == unix.IPPROTO_IP && typ == unix.IP_TOS && len(data) >= 1:
+		l.cmsgV.tos = data[0]
+	case level == unix.IPPROTO_IP && typ == unix.IP_PKTINFO && len(data) >= unix.SizeofInet4Pktinfo:
+		// struct in_pktinfo: ifindex, spec_dst, addr (header destination)
+		l.cmsgV.local = netip.AddrFrom4([4]byte(data[8:12]))
+	case level == unix.IPPROTO_IPV6 && typ == unix.IPV6_TCLASS && len(data) >= 4:
+		l.cmsgV.tos = uint8(binary.NativeEndian.Uint32(data))
+	case level == unix.IPPROTO_IPV6 && typ == unix.IPV6_PKTINFO && len(data) >= unix.SizeofInet6Pktinfo:
+		l.cmsgV.local = netip.AddrFrom16([16]byte(data[:16]))
+	}
+}
+
+// Wait implements link.Link.
+func (l *Link) Wait(timeout time.Duration) error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return errClosed
+	}
+	var ts *unix.Timespec
+	var t unix.Timespec
+	if timeout >= 0 {
+		t = unix.NsecToTimespec(int64(timeout))
+		ts = &t
+	}
+	for {
+		_, err := unix.Ppoll(l.pfd[:], ts, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("udp: ppoll: %w", err)
+		}
+		if l.pfd[1].Revents != 0 {
+			return errClosed
+		}
+		return nil
+	}
+}
+
+// Info implements link.Link.
+func (l *Link) Info() link.Info { return l.info }
+
+// Stats implements link.Link.
+func (l *Link) Stats() link.Stats { return l.stats.Stats }
+
+// ExtStats returns the counters with this backend's own.
+func (l *Link) ExtStats() Stats { return l.stats }
+
+// Close implements link.Link.
+func (l *Link) Close() error {
+	l.closeO.Do(func() {
+		// Wake a Wait in ppoll before taking the lock it holds.
+		var one [8]byte
+		one[0] = 1
+		unix.Write(l.efd, one[:])
+		l.mu.Lock()
+		l.closed = true
+		l.release()
+		l.mu.Unlock()
+	})
+	return nil
+}
+
+func (l *Link) release() {
+	if l.fd >= 0 {
+		unix.Close(l.fd)
+		l.fd = -1
+	}
+	if l.efd >= 0 {
+		unix.Close(l.efd)
+		l.efd = -1
+	}
+	l.free, l.rx, l.tx = nil, nil, nil
+}
