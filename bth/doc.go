@@ -41,6 +41,8 @@ var (
 	// ErrBadLength means a packet carries payload its opcode does not
 	// allow, or a length field disagrees with the bytes present.
 	ErrBadLength = errors.New("bad length")
+	// ErrBadChecksum means a UDP checksum is present and wrong.
+	ErrBadChecksum = errors.New("bad UDP checksum")
 	// ErrBadICRC means the invariant CRC does not match the packet.
 	ErrBadICRC = errors.New("bad ICRC")
 	// ErrNotRoCE means the frame is not RoCEv2: not IP, not UDP, not to

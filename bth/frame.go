@@ -36,11 +36,10 @@ func (f *Frame) Decode(b []byte) error {
 	if et != EtherTypeIPv4 && et != EtherTypeIPv6 {
 		return fmt.Errorf("ethernet: %w: EtherType 0x%04x", ErrNotRoCE, et)
 	}
-	vlan := f.vlan
 	if err := f.decodeIP(b, off); err != nil {
 		return err
 	}
-	f.eth, f.vlan = 0, vlan
+	f.eth = 0
 	return nil
 }
 
@@ -164,3 +163,36 @@ func (f *Frame) Datagram() []byte { return f.buf[f.ip:f.end] }
 
 // VerifyICRC checks the packet's ICRC against its IP and UDP headers.
 func (f *Frame) VerifyICRC() error { return VerifyICRC(f.Datagram()) }
+
+// Verify checks everything that protects the datagram: the UDP checksum
+// when the sender set one (rxe leaves it 0) and the ICRC. The IPv4 header
+// checksum was checked by Decode. Together they cover every bit of the
+// datagram except the BTH's FECN, BECN and reserved bits, which switches
+// may change on the way (IBA A17.4.1.2).
+func (f *Frame) Verify() error {
+	if !f.UDPChecksumValid() {
+		return fmt.Errorf("udp: %w: checksum 0x%04x", ErrBadChecksum, f.UDP().Checksum())
+	}
+	return f.VerifyICRC()
+}
+
+// UDPChecksumValid reports whether the UDP checksum is right, or absent
+// (0, which RoCEv2 senders use: the ICRC protects the packet).
+func (f *Frame) UDPChecksumValid() bool {
+	u := f.UDP()
+	if u.Checksum() == 0 {
+		return true
+	}
+	var s uint32
+	d := f.buf[f.udp:f.end]
+	if h := f.IPv4(); h != nil {
+		s = uint32(checksum(h[12:20]))
+	} else {
+		s = uint32(checksum(f.IPv6()[8:40]))
+	}
+	s += ProtocolUDP + uint32(len(d)) + uint32(checksum(d))
+	for s > 0xffff {
+		s = s>>16 + s&0xffff
+	}
+	return s == 0xffff
+}

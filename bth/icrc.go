@@ -20,60 +20,125 @@ import (
 // It is appended in little-endian byte order, as rxe stores the CPU-order
 // result of crc32_le.
 //
-// The header part is copied to a small stack buffer, masked there and
-// hashed; the rest is hashed in place, so the cost is that of crc32 over
-// the packet plus a copy of at most 88 bytes.
+// rxe copies the headers to a scratch buffer and masks them there. Here
+// nothing is copied or written: the header part (at most 80 bytes) is
+// hashed eight bytes at a time with the variant fields ORed in as ones in a
+// register (slicing-by-8), and the rest goes to hash/crc32's hardware path
+// in place. Writing masks into memory and then hashing it, or hashing a
+// stack copy, costs more than the hashing itself on small packets: the
+// writes stall the vector loads that read them back, and a stack buffer
+// escapes through crc32's indirect call.
 
-var crcTable = crc32.MakeTable(crc32.IEEE)
+// lrhSeed is the CRC after the 8 bytes of ones standing for the LRH.
+var lrhSeed = crc32.ChecksumIEEE([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
 
-// maxICRCHeader is the most header bytes the ICRC masks: the LRH stand-in,
-// an IPv4 header with full options, UDP and BTH.
-const maxICRCHeader = 8 + 60 + UDPLen + BTHLen
+// slicing8 holds the tables of the slicing-by-8 CRC-32 (reflected IEEE
+// polynomial, as hash/crc32 uses).
+var slicing8 = func() (t [8][256]uint32) {
+	for i := range 256 {
+		c := uint32(i)
+		for range 8 {
+			if c&1 != 0 {
+				c = c>>1 ^ 0xedb88320
+			} else {
+				c >>= 1
+			}
+		}
+		t[0][i] = c
+	}
+	for i := range 256 {
+		for k := 1; k < 8; k++ {
+			t[k][i] = t[k-1][i]>>8 ^ t[0][t[k-1][i]&0xff]
+		}
+	}
+	return t
+}()
+
+// icrcLayout says where the variant fields of one header layout are: the
+// header part (IP, UDP, BTH) is words 8-byte words and tail (0 or 4) bytes,
+// and mask has ones over every variant bit.
+type icrcLayout struct {
+	words, tail int
+	mask        [10]uint64
+}
+
+// layouts is indexed by the IPv4 header length in words (5 to 15); index
+// 0 is IPv6.
+var layouts = func() (l [16]icrcLayout) {
+	set := func(m *icrcLayout, off int, v byte) { m.mask[off/8] |= uint64(v) << (8 * (off % 8)) }
+	build := func(ipLen int, v6 bool) (m icrcLayout) {
+		n := ipLen + UDPLen + BTHLen
+		m.words, m.tail = n/8, n%8
+		if v6 {
+			set(&m, 0, 0x0f) // traffic class, high nibble
+			set(&m, 1, 0xff) // traffic class low nibble, flow label
+			set(&m, 2, 0xff)
+			set(&m, 3, 0xff)
+			set(&m, 7, 0xff) // hop limit
+		} else {
+			set(&m, 1, 0xff)  // TOS
+			set(&m, 8, 0xff)  // TTL
+			set(&m, 10, 0xff) // header checksum
+			set(&m, 11, 0xff)
+		}
+		set(&m, ipLen+6, 0xff) // UDP checksum
+		set(&m, ipLen+7, 0xff)
+		set(&m, ipLen+UDPLen+bthResv8a, 0xff)
+		return m
+	}
+	l[0] = build(IPv6Len, true)
+	for ihl := 5; ihl < 16; ihl++ {
+		l[ihl] = build(ihl*4, false)
+	}
+	return l
+}()
+
+// headerCRC continues crc over the header part of a datagram with its
+// variant fields read as ones.
+func headerCRC(crc uint32, h []byte, l *icrcLayout) uint32 {
+	t := &slicing8
+	s := ^crc
+	_ = h[l.words*8+l.tail-1]
+	for i := range l.words {
+		v := binary.LittleEndian.Uint64(h[i*8:]) | l.mask[i]
+		lo, hi := uint32(v)^s, uint32(v>>32)
+		s = t[7][lo&0xff] ^ t[6][lo>>8&0xff] ^ t[5][lo>>16&0xff] ^ t[4][lo>>24] ^
+			t[3][hi&0xff] ^ t[2][hi>>8&0xff] ^ t[1][hi>>16&0xff] ^ t[0][hi>>24]
+	}
+	if l.tail == 4 {
+		v := binary.LittleEndian.Uint32(h[l.words*8:]) | uint32(l.mask[l.words])
+		s ^= v
+		s = t[3][s&0xff] ^ t[2][s>>8&0xff] ^ t[1][s>>16&0xff] ^ t[0][s>>24]
+	}
+	return ^s
+}
 
 // ICRC computes the invariant CRC of a RoCEv2 datagram that starts at its
 // IP header (IPv4 or IPv6, told by the version nibble) and ends with the
-// four ICRC bytes, which are not read.
+// four ICRC bytes, which are not read. It neither writes nor keeps ip.
 func ICRC(ip []byte) (uint32, error) {
 	if len(ip) < 1 {
 		return 0, fmt.Errorf("icrc: %w: empty datagram", ErrTruncated)
 	}
-	var hdr [maxICRCHeader]byte
-	for i := range 8 {
-		hdr[i] = 0xff
-	}
-	var ipLen int
+	var l *icrcLayout
 	switch ip[0] >> 4 {
 	case 4:
-		ipLen = int(ip[0]&0x0f) * 4
-		if ipLen < IPv4MinLen {
-			return 0, fmt.Errorf("icrc: %w: IHL %d", ErrBadIPHeader, ipLen/4)
+		ihl := ip[0] & 0x0f
+		if ihl < 5 {
+			return 0, fmt.Errorf("icrc: %w: IHL %d", ErrBadIPHeader, ihl)
 		}
+		l = &layouts[ihl]
 	case 6:
-		ipLen = IPv6Len
+		l = &layouts[0]
 	default:
 		return 0, fmt.Errorf("icrc: %w: version %d", ErrBadIPHeader, ip[0]>>4)
 	}
-	n := ipLen + UDPLen + BTHLen
+	n := l.words*8 + l.tail
 	if len(ip) < n+ICRCLen {
 		return 0, fmt.Errorf("icrc: %w: %d bytes, need %d", ErrTruncated, len(ip), n+ICRCLen)
 	}
-	h := hdr[8 : 8+n]
-	copy(h, ip[:n])
-	if ipLen == IPv6Len {
-		h[0] |= 0x0f // traffic class (high nibble)
-		h[1], h[2], h[3] = 0xff, 0xff, 0xff
-		h[7] = 0xff // hop limit
-	} else {
-		h[1] = 0xff               // TOS
-		h[8] = 0xff               // TTL
-		h[10], h[11] = 0xff, 0xff // header checksum
-	}
-	u := h[ipLen:]
-	u[6], u[7] = 0xff, 0xff // UDP checksum
-	u[UDPLen+bthResv8a] = 0xff
-	crc := crc32.Update(0, crcTable, hdr[:8+n])
-	crc = crc32.Update(crc, crcTable, ip[n:len(ip)-ICRCLen])
-	return crc, nil
+	crc := headerCRC(lrhSeed, ip[:n], l)
+	return crc32.Update(crc, crc32.IEEETable, ip[n:len(ip)-ICRCLen]), nil
 }
 
 // PutICRC computes the ICRC of a datagram (as ICRC does) and writes it into

@@ -79,9 +79,9 @@ type Header uint8
 const (
 	HdrRDETH Header = iota
 	HdrDETH
+	HdrFETH
 	HdrRETH
 	HdrAtomicETH
-	HdrFETH
 	HdrImmDt
 	HdrIETH
 	HdrAETH
@@ -119,7 +119,7 @@ var headerLen = [numHeaders]int{
 	HdrCNP:          CNPLen,
 }
 
-var headerName = [numHeaders]string{"RDETH", "DETH", "RETH", "AtomicETH", "FETH", "ImmDt", "IETH", "AETH", "AtomicAckETH", "CNP"}
+var headerName = [numHeaders]string{"RDETH", "DETH", "FETH", "RETH", "AtomicETH", "ImmDt", "IETH", "AETH", "AtomicAckETH", "CNP"}
 
 // Len returns the header's length in bytes.
 func (h Header) Len() int { return headerLen[h] }
@@ -136,12 +136,12 @@ type Mask uint32
 
 // Opcode properties.
 const (
-	// Has* say which headers follow the BTH.
+	// Has* say which headers follow the BTH; they are in Header order.
 	HasRDETH Mask = 1 << iota
 	HasDETH
+	HasFETH
 	HasRETH
 	HasAtomicETH
-	HasFETH
 	HasImmDt
 	HasIETH
 	HasAETH
