@@ -213,9 +213,20 @@ func echo(l link.Link, stop *atomic.Bool) {
 func BenchmarkBlast(b *testing.B) {
 	netns.RequireRoot(b)
 	const payload = 4096
-	b.Run("raw", func(b *testing.B) {
+	for _, busy := range []bool{false, true} {
+		mode := "poll"
+		w := afxdp.WaitPoll
+		if busy {
+			mode, w = "busy", afxdp.WaitBusyPoll
+		}
+		blast(b, mode, busy, w, payload)
+	}
+}
+
+func blast(b *testing.B, mode string, busy bool, w afxdp.WaitMode, payload int) {
+	b.Run("raw/"+mode, func(b *testing.B) {
 		p := netns.NewPair(b, pairConfig(9000, 4))
-		ra, rb := openRaw(b, p.A, true), openRaw(b, p.B, true)
+		ra, rb := openRaw(b, p.A, busy), openRaw(b, p.B, busy)
 		frame := roceFrame(b, p, payload)
 		if err := ra.SetFrame(frame); err != nil {
 			b.Fatal(err)
@@ -234,13 +245,13 @@ func BenchmarkBlast(b *testing.B) {
 		sinkStop.Store(true)
 		wg.Wait()
 		got := rb.Received()
-		b.ReportMetric(float64(got)*payload*8/el.Seconds()/1e9, "Gbit/s")
+		b.ReportMetric(float64(got)*float64(payload)*8/el.Seconds()/1e9, "Gbit/s")
 		b.ReportMetric(float64(got)/el.Seconds()/1e3, "kpps")
 	})
-	b.Run("afxdp", func(b *testing.B) {
+	b.Run("afxdp/"+mode, func(b *testing.B) {
 		p := netns.NewPair(b, pairConfig(9000, 4))
-		la := open2(b, p.A, afxdp.Config{Wait: afxdp.WaitBusyPoll})
-		lb := open2(b, p.B, afxdp.Config{Wait: afxdp.WaitBusyPoll})
+		la := open2(b, p.A, afxdp.Config{Wait: w})
+		lb := open2(b, p.B, afxdp.Config{Wait: w})
 		r := newRound(b, la, lb, p.AddrB, payload)
 		var stop atomic.Bool
 		var got atomic.Uint64
@@ -277,7 +288,7 @@ func BenchmarkBlast(b *testing.B) {
 		time.Sleep(10 * time.Millisecond)
 		stop.Store(true)
 		wg.Wait()
-		b.ReportMetric(float64(got.Load())*payload*8/el.Seconds()/1e9, "Gbit/s")
+		b.ReportMetric(float64(got.Load())*float64(payload)*8/el.Seconds()/1e9, "Gbit/s")
 		b.ReportMetric(float64(got.Load())/el.Seconds()/1e3, "kpps")
 	})
 }
