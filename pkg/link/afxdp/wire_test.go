@@ -1,0 +1,76 @@
+package afxdp
+
+import (
+	"encoding/binary"
+	"net/netip"
+	"testing"
+)
+
+func testFrame(v6, vlan bool) []byte {
+	var b []byte
+	b = append(b, make([]byte, 12)...)
+	if vlan {
+		b = append(b, 0x81, 0, 0, 7)
+	}
+	roce := make([]byte, 28)
+	if v6 {
+		b = append(b, 0x86, 0xdd)
+		ip := make([]byte, 40)
+		ip[0], ip[1] = 0x60|0x0, 0x30 // traffic class 3 (CE)
+		binary.BigEndian.PutUint16(ip[4:], uint16(8+len(roce)))
+		ip[6], ip[7] = 17, 64
+		ip[8], ip[23], ip[24], ip[39] = 0xfd, 1, 0xfd, 2
+		b = append(b, ip...)
+	} else {
+		b = append(b, 0x08, 0x00)
+		ip := make([]byte, 20)
+		ip[0], ip[1] = 0x45, 3
+		binary.BigEndian.PutUint16(ip[2:], uint16(20+8+len(roce)))
+		ip[6] = 0x40
+		ip[8], ip[9] = 64, 17
+		copy(ip[12:], []byte{10, 0, 0, 1, 10, 0, 0, 2})
+		b = append(b, ip...)
+	}
+	u := make([]byte, 8)
+	binary.BigEndian.PutUint16(u[0:], 0xc001)
+	binary.BigEndian.PutUint16(u[2:], 4791)
+	binary.BigEndian.PutUint16(u[4:], uint16(8+len(roce)))
+	b = append(b, u...)
+	b = append(b, roce...)
+	return append(b, 0, 0, 0, 0) // Ethernet padding beyond the datagram
+}
+
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		v6, vlan bool
+		src      string
+	}{{false, false, "10.0.0.1"}, {false, true, "10.0.0.1"}, {true, false, "fd00::1"}, {true, true, "fd00::1"}} {
+		b := testFrame(tc.v6, tc.vlan)
+		var f rxFrame
+		if !parse(b, &f) {
+			t.Fatalf("v6=%v vlan=%v: valid frame rejected", tc.v6, tc.vlan)
+		}
+		if f.src != netip.MustParseAddr(tc.src) || f.tos&3 != 3 || f.srcPort != 0xc001 || f.end-f.udp != 36 {
+			t.Errorf("v6=%v vlan=%v: parsed %+v", tc.v6, tc.vlan, f)
+		}
+		// Every truncation that cuts into the datagram must be refused,
+		// never panic.
+		for n := range len(b) - 4 {
+			if parse(b[:n], &f) {
+				t.Errorf("v6=%v vlan=%v: %d-byte prefix accepted", tc.v6, tc.vlan, n)
+			}
+		}
+	}
+}
+
+func TestUDP6Checksum(t *testing.T) {
+	b := testFrame(true, false)
+	ip := b[14 : len(b)-4]
+	c := udp6Checksum(ip)
+	binary.BigEndian.PutUint16(ip[40+6:], c)
+	// Summing with the checksum in place gives all ones (RFC 1071).
+	sum := checksum(ip[8:40], 0) + uint64(len(ip)-40) + 17
+	if got := fold(checksum(ip[40:], sum)); got != 0xffff {
+		t.Fatalf("checksum %#04x does not verify (sum %#04x)", c, got)
+	}
+}
