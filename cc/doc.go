@@ -1,0 +1,34 @@
+// Package cc is congestion control for uroce's queue pairs: pure logic that
+// answers "how fast may this QP send", fed by events the transport engine
+// (package qp) sees. It knows nothing about packets' bytes or sockets and
+// never reads the clock: every event carries the time, as quic-go's
+// SendAlgorithm does, so tests step timers exactly with a fake clock and the
+// simulator (cmd/uroce-ccsim) runs this same code.
+//
+// One Algorithm value per QP. The engine tells it what happened:
+//
+//	OnSent    the requester put bytes on the wire (data and retransmissions)
+//	OnAck     an ACK acknowledged bytes, with an RTT sample
+//	OnCNP     a CNP arrived for this QP            (DCQCN reaction point)
+//	OnCE      a CE-marked packet arrived for this QP (DCQCN notification
+//	          point); the answer says whether to send a CNP back now
+//	OnLoss    a retransmission timeout or a NAK sequence error
+//	OnTimer   the time NextTimer named has come
+//
+// and asks it Rate (bits per second to pace at) and Window (bytes allowed in
+// flight; 0 means no window). A Pacer, one per QP, turns the rate into "may
+// these n bytes go now, or in how long".
+//
+// Algorithms: DCQCN (Zhu et al., SIGCOMM 2015) with ConnectX's firmware
+// parameters (FirmwareDCQCN) or the paper's (PaperDCQCN); TIMELY (Mittal et
+// al., SIGCOMM 2015); Swift (Kumar et al., SIGCOMM 2020); and None, which
+// never slows down, for comparison. Every algorithm also plays the DCQCN
+// notification point for its QP, because a ConnectX peer expects CNPs
+// whatever this side runs.
+//
+// RED is the congestion point's marking function (the switch's job), for the
+// simulator and the pipe link. The CNP's wire encoding is in cc/cnp.
+//
+// Nothing here is safe for concurrent use: the engine loop that owns a QP owns
+// its Algorithm and Pacer, and copies Stats out for readers.
+package cc

@@ -1,0 +1,56 @@
+package cc
+
+import "time"
+
+// NPParams configure the notification point: the receiver's side of DCQCN
+// that answers CE-marked packets with CNPs.
+type NPParams struct {
+	// Enabled turns CNP generation on (ConnectX: ROCE_CC_PRIO_MASK, per
+	// priority; here per QP).
+	Enabled bool
+	// MinTimeBetweenCNPs is the least time between two CNPs sent for one
+	// QP (MIN_TIME_BETWEEN_CNPS / min_time_between_cnps); 0 sends one CNP
+	// per CE-marked packet.
+	MinTimeBetweenCNPs time.Duration
+}
+
+// FirmwareNP returns ConnectX's defaults: enabled, at most one CNP per 4 µs
+// per QP (min_time_between_cnps).
+func FirmwareNP() NPParams {
+	return NPParams{Enabled: true, MinTimeBetweenCNPs: 4 * time.Microsecond}
+}
+
+// PaperNP returns the DCQCN paper's notification point: at most one CNP per
+// N = 50 µs per flow (§3.2).
+func PaperNP() NPParams {
+	return NPParams{Enabled: true, MinTimeBetweenCNPs: 50 * time.Microsecond}
+}
+
+// NP is the notification point state of one QP. Every Algorithm embeds one;
+// it is exported for engines that keep the receive side apart.
+type NP struct {
+	p    NPParams
+	last time.Time // when the last CNP was sent; zero before the first
+	sent bool
+}
+
+// NewNP returns a notification point with parameters p.
+func NewNP(p NPParams) NP { return NP{p: p} }
+
+// OnCE records a CE-marked packet received for this QP at now, and reports
+// whether a CNP should go to the sender's QP now: the first mark always
+// answers, later ones only once MinTimeBetweenCNPs has passed since the last
+// CNP (DCQCN §3.2; the firmware coalesces the same way).
+func (n *NP) OnCE(now time.Time, c *Counters) bool {
+	c.NPECNMarkedRoCEPackets++
+	if !n.p.Enabled {
+		return false
+	}
+	if n.sent && now.Sub(n.last) < n.p.MinTimeBetweenCNPs {
+		return false
+	}
+	n.sent = true
+	n.last = now
+	c.NPCNPSent++
+	return true
+}
