@@ -202,3 +202,18 @@ func Cmsg(c []byte, fn func(level, typ int32, data []byte)) {
 		c = c[sp:]
 	}
 }
+
+// SetLinklayer sets slot i's address to a sockaddr_ll: the interface, the
+// EtherType (host order) and the destination MAC address.
+func (b *Batch) SetLinklayer(i int, ifindex int, proto uint16, mac [6]byte) {
+	n := &b.names[i]
+	*n = [nameLen]byte{}
+	sa := (*unix.RawSockaddrLinklayer)(unsafe.Pointer(n))
+	sa.Family = unix.AF_PACKET
+	binary.BigEndian.PutUint16((*[2]byte)(unsafe.Pointer(&sa.Protocol))[:], proto)
+	sa.Ifindex = int32(ifindex)
+	sa.Halen = 6
+	copy(sa.Addr[:], mac[:])
+	b.hdrs[i].Hdr.Name = &n[0]
+	b.hdrs[i].Hdr.Namelen = unix.SizeofSockaddrLinklayer
+}

@@ -1,0 +1,525 @@
+package afpacket
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/uroce/uroce/bth"
+	"github.com/uroce/uroce/pkg/link"
+	"github.com/uroce/uroce/pkg/link/internal/mmsg"
+	"github.com/uroce/uroce/pkg/link/internal/wire"
+	"github.com/uroce/uroce/pkg/netinfo"
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+)
+
+var _ link.Link = (*Link)(nil)
+
+// Errors returned by Open.
+var (
+	// ErrAddr is returned when the address is missing or not on the
+	// interface.
+	ErrAddr = errors.New("afpacket: need an address of the interface")
+)
+
+var (
+	errClosed = fmt.Errorf("afpacket: %w", link.ErrClosed)
+	errTooBig = fmt.Errorf("afpacket: %w", link.ErrTooBig)
+	errFamily = fmt.Errorf("afpacket: destination of the other address family: %w", link.ErrNoRoute)
+	errShort  = errors.New("afpacket: packet shorter than BTH and ICRC")
+)
+
+// Config configures a link.
+type Config struct {
+	// Ifname is the interface; required.
+	Ifname string
+	// Addr is the link's address, one of the interface's; required.
+	Addr netip.Addr
+	// Batch is the most packets one system call moves; 0 means 64.
+	Batch int
+	// Buffers is the number of packet buffers; 0 means 1024.
+	Buffers int
+	// SockBuf is SO_RCVBUF and SO_SNDBUF in bytes; 0 means 4 MiB.
+	SockBuf int
+	// Resolver answers route and neighbour questions; nil means the link
+	// opens its own in the caller's network namespace.
+	Resolver *netinfo.Resolver
+	// NoPortReservation skips the UDP socket that keeps the kernel from
+	// answering RoCE packets with ICMP port unreachable (for when a
+	// firewall rule does that job).
+	NoPortReservation bool
+}
+
+// Link is a RoCE link over an AF_PACKET socket.
+type Link struct {
+	mu     sync.RWMutex // read-held by every call, write-held by Close
+	closed bool
+
+	fd, efd, resv int
+	ifindex       int
+	v6            bool
+	info          link.Info
+	res           *netinfo.Resolver
+	ownRes        bool
+	ipID          uint16
+
+	free  []*link.Packet
+	rx    []*link.Packet
+	rxb   *mmsg.Batch
+	txb   *mmsg.Batch
+	tx    []*link.Packet
+	pfd   [2]unix.PollFd
+	g     wire.Datagram
+	stats link.Stats
+	once  sync.Once
+}
+
+// Where a received frame starts in a buffer: its IPv4 header's end, with
+// UDP, falls exactly at Headroom.
+const rxStart = link.Headroom - bth.EthernetLen - bth.IPv4MinLen - bth.UDPLen
+
+// Open opens a link on an interface. Call it in the network namespace of
+// the interface; the socket stays there.
+func Open(cfg Config) (*Link, error) {
+	ifc, err := net.InterfaceByName(cfg.Ifname)
+	if err != nil {
+		return nil, fmt.Errorf("afpacket: %w", err)
+	}
+	a := cfg.Addr.Unmap()
+	if !onInterface(ifc, a) {
+		return nil, fmt.Errorf("%w: %v on %s", ErrAddr, cfg.Addr, cfg.Ifname)
+	}
+	if cfg.Batch == 0 {
+		cfg.Batch = 64
+	}
+	if cfg.Buffers == 0 {
+		cfg.Buffers = 1024
+	}
+	cfg.Buffers = max(cfg.Buffers, 2*cfg.Batch)
+	if cfg.SockBuf == 0 {
+		cfg.SockBuf = 4 << 20
+	}
+	l := &Link{fd: -1, efd: -1, resv: -1, ifindex: ifc.Index, v6: a.Is6(), res: cfg.Resolver}
+	l.info = link.Info{Kind: "afpacket", Name: ifc.Name, Addr: a, MTU: ifc.MTU}
+	if err := l.open(cfg); err != nil {
+		l.release()
+		return nil, err
+	}
+	return l, nil
+}
+
+func onInterface(ifc *net.Interface, a netip.Addr) bool {
+	as, err := ifc.Addrs()
+	if err != nil || !a.IsValid() {
+		return false
+	}
+	for _, x := range as {
+		if n, ok := x.(*net.IPNet); ok {
+			if ip, ok := netip.AddrFromSlice(n.IP); ok && ip.Unmap() == a {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// filter passes IPv4 or IPv6 UDP to port 4791; IPv4 only unfragmented
+// with no options longer than the header allows.
+func filter() ([]bpf.RawInstruction, error) {
+	const (
+		ethType = 12
+		ip      = bth.EthernetLen
+		accept  = 0x40000
+	)
+	return bpf.Assemble([]bpf.Instruction{
+		/* 0 */ bpf.LoadAbsolute{Off: ethType, Size: 2},
+		/* 1 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: bth.EtherTypeIPv4, SkipFalse: 7},
+		// IPv4: protocol UDP, no fragment offset or MF, dst port 4791.
+		/* 2 */ bpf.LoadAbsolute{Off: ip + 9, Size: 1},
+		/* 3 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: bth.ProtocolUDP, SkipFalse: 11},
+		/* 4 */ bpf.LoadAbsolute{Off: ip + 6, Size: 2},
+		/* 5 */ bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: 0x3fff, SkipTrue: 9},
+		/* 6 */ bpf.LoadMemShift{Off: ip},
+		/* 7 */ bpf.LoadIndirect{Off: ip + 2, Size: 2},
+		/* 8 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: bth.RoCEPort, SkipTrue: 5, SkipFalse: 6},
+		// IPv6: next header UDP (no extension headers), dst port 4791.
+		/* 9 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: bth.EtherTypeIPv6, SkipFalse: 5},
+		/* 10 */ bpf.LoadAbsolute{Off: ip + 6, Size: 1},
+		/* 11 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: bth.ProtocolUDP, SkipFalse: 3},
+		/* 12 */ bpf.LoadAbsolute{Off: ip + bth.IPv6Len + 2, Size: 2},
+		/* 13 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: bth.RoCEPort, SkipFalse: 1},
+		/* 14 */ bpf.RetConstant{Val: accept},
+		/* 15 */ bpf.RetConstant{Val: 0},
+	})
+}
+
+func attach(fd int, prog []bpf.RawInstruction) error {
+	f := make([]unix.SockFilter, len(prog))
+	for i, ins := range prog {
+		f[i] = unix.SockFilter{Code: ins.Op, Jt: ins.Jt, Jf: ins.Jf, K: ins.K}
+	}
+	return unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER,
+		&unix.SockFprog{Len: uint16(len(f)), Filter: &f[0]})
+}
+
+func htons(v uint16) uint16 { return v<<8 | v>>8 }
+
+func (l *Link) open(cfg Config) error {
+	if l.res == nil {
+		r, err := netinfo.New(netinfo.Options{})
+		if err != nil {
+			return fmt.Errorf("afpacket: %w", err)
+		}
+		l.res, l.ownRes = r, true
+	}
+	if !cfg.NoPortReservation {
+		if err := l.reserve(); err != nil {
+			return err
+		}
+	}
+	// Protocol 0: the socket receives nothing until bound, by which time
+	// the filter is in place.
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("afpacket: socket: %w", err)
+	}
+	l.fd = fd
+	prog, err := filter()
+	if err != nil {
+		return fmt.Errorf("afpacket: filter: %w", err)
+	}
+	if err := attach(fd, prog); err != nil {
+		return fmt.Errorf("afpacket: attach filter: %w", err)
+	}
+	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING, 1); err != nil {
+		return fmt.Errorf("afpacket: PACKET_IGNORE_OUTGOING: %w", err)
+	}
+	for _, o := range []int{unix.SO_RCVBUFFORCE, unix.SO_SNDBUFFORCE} {
+		unix.SetsockoptInt(fd, unix.SOL_SOCKET, o, cfg.SockBuf)
+	}
+	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: l.ifindex}); err != nil {
+		return fmt.Errorf("afpacket: bind %s: %w", l.info.Name, err)
+	}
+	l.efd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("afpacket: eventfd: %w", err)
+	}
+	l.pfd = [2]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(l.efd), Events: unix.POLLIN}}
+	size := link.Headroom + l.info.MTU
+	slab := make([]byte, size*cfg.Buffers)
+	pk := make([]link.Packet, cfg.Buffers)
+	l.free = make([]*link.Packet, 0, cfg.Buffers)
+	for i := range pk {
+		pk[i].Buf = slab[i*size : (i+1)*size : (i+1)*size]
+		l.free = append(l.free, &pk[i])
+	}
+	l.rxb = mmsg.New(cfg.Batch, 0)
+	l.txb = mmsg.New(cfg.Batch, 0)
+	l.rx = make([]*link.Packet, cfg.Batch)
+	l.tx = make([]*link.Packet, cfg.Batch)
+	return nil
+}
+
+// reserve binds the UDP socket that stops ICMP port unreachables; its
+// filter drops every datagram before it is queued.
+func (l *Link) reserve() error {
+	a := l.info.Addr
+	fam := unix.AF_INET
+	var sa unix.Sockaddr
+	if !l.v6 {
+		sa = &unix.SockaddrInet4{Port: link.UDPPort, Addr: a.As4()}
+	} else {
+		fam = unix.AF_INET6
+		sa = &unix.SockaddrInet6{Port: link.UDPPort, Addr: a.As16()}
+	}
+	fd, err := unix.Socket(fam, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("afpacket: reservation socket: %w", err)
+	}
+	l.resv = fd
+	drop, _ := bpf.Assemble([]bpf.Instruction{bpf.RetConstant{Val: 0}})
+	if err := attach(fd, drop); err != nil {
+		return fmt.Errorf("afpacket: reservation filter: %w", err)
+	}
+	unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 1)
+	if err := unix.Bind(fd, sa); err != nil {
+		return fmt.Errorf("afpacket: reserve port %d on %v: %w", link.UDPPort, a, err)
+	}
+	return nil
+}
+
+// Alloc implements link.Link.
+func (l *Link) Alloc(pkts []*link.Packet) int {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return 0
+	}
+	n := 0
+	for n < len(pkts) && len(l.free) > 0 {
+		p := l.free[len(l.free)-1]
+		l.free = l.free[:len(l.free)-1]
+		*p = link.Packet{Buf: p.Buf, Off: link.Headroom}
+		pkts[n] = p
+		n++
+	}
+	return n
+}
+
+// Release implements link.Link.
+func (l *Link) Release(pkts []*link.Packet) {
+	for i, p := range pkts {
+		if p != nil {
+			l.free = append(l.free, p)
+			pkts[i] = nil
+		}
+	}
+}
+
+// Send implements link.Link.
+func (l *Link) Send(pkts []*link.Packet) (int, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		l.stats.TxDropped += uint64(len(pkts))
+		l.Release(pkts)
+		return 0, errClosed
+	}
+	sent := 0
+	var firstErr error
+	for len(pkts) > 0 {
+		k := min(len(pkts), l.txb.Cap())
+		n, err := l.sendBatch(pkts[:k])
+		sent += n
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+		pkts = pkts[k:]
+	}
+	return sent, firstErr
+}
+
+func (l *Link) sendBatch(pkts []*link.Packet) (int, error) {
+	var firstErr error
+	drop := func(p *link.Packet, err error) {
+		l.stats.TxDropped++
+		l.free = append(l.free, p)
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	n := 0
+	for i, p := range pkts {
+		pkts[i] = nil
+		dst := p.Remote.Unmap()
+		if dst.Is6() != l.v6 || !dst.IsValid() {
+			drop(p, errFamily)
+			continue
+		}
+		if p.Len < bth.BTHLen+bth.ICRCLen {
+			drop(p, errShort)
+			continue
+		}
+		rt, err := l.res.Lookup(dst)
+		if err != nil {
+			drop(p, fmt.Errorf("afpacket: %w", err))
+			continue
+		}
+		h := wire.Header{Src: l.info.Addr, Dst: dst, SrcPort: p.SrcPort, DstPort: link.UDPPort,
+			TOS: p.TOS, TTL: 64, ID: l.ipID, DF: true}
+		if h.SrcPort == 0 {
+			h.SrcPort = 0xc000
+		}
+		hl := h.Len()
+		if hl+p.Len > min(l.info.MTU, rt.MTU) || p.Off < hl+bth.EthernetLen || p.Off+p.Len > len(p.Buf) {
+			drop(p, errTooBig)
+			continue
+		}
+		l.ipID++
+		ip := wire.Put(p.Buf, p.Off, p.Len, &h)
+		dg := p.Buf[ip : p.Off+p.Len]
+		if err := bth.PutICRC(dg); err != nil {
+			drop(p, fmt.Errorf("afpacket: %w", err))
+			continue
+		}
+		et := uint16(bth.EtherTypeIPv4)
+		if l.v6 {
+			et = bth.EtherTypeIPv6
+			wire.PutUDPChecksum(dg)
+		}
+		eth := ip - bth.EthernetLen
+		bth.Ethernet(p.Buf[eth:]).Encode(&bth.EthernetFields{Dst: rt.DstMAC, Src: rt.SrcMAC, EtherType: et})
+		l.txb.SetBuf(n, p.Buf[eth:p.Off+p.Len])
+		l.txb.SetLinklayer(n, l.ifindex, et, rt.DstMAC)
+		l.tx[n] = p
+		n++
+	}
+	sent := 0
+	for i := 0; i < n; {
+		m, err := l.txb.Send(l.fd, i, n)
+		switch {
+		case err != nil:
+			drop(l.tx[i], fmt.Errorf("afpacket: sendmmsg: %w", err))
+			l.tx[i] = nil
+			i++
+		case m == 0:
+			if !l.pollOut() {
+				for ; i < n; i++ {
+					drop(l.tx[i], fmt.Errorf("afpacket: send buffer full: %w", unix.EAGAIN))
+					l.tx[i] = nil
+				}
+			}
+		default:
+			for _, p := range l.tx[i : i+m] {
+				l.stats.TxPackets++
+				l.stats.TxBytes += uint64(p.Len)
+				l.free = append(l.free, p)
+			}
+			clear(l.tx[i : i+m])
+			sent += m
+			i += m
+		}
+	}
+	return sent, firstErr
+}
+
+func (l *Link) pollOut() bool {
+	pfd := [1]unix.PollFd{{Fd: int32(l.fd), Events: unix.POLLOUT}}
+	ts := unix.NsecToTimespec(int64(100 * time.Millisecond))
+	n, err := unix.Ppoll(pfd[:], &ts, nil)
+	return err == nil && n > 0
+}
+
+// Recv implements link.Link.
+func (l *Link) Recv(pkts []*link.Packet) (int, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return 0, errClosed
+	}
+	want := min(len(pkts), l.rxb.Cap())
+	for i := range want {
+		if l.rx[i] == nil {
+			if len(l.free) == 0 {
+				want = i
+				break
+			}
+			p := l.free[len(l.free)-1]
+			l.free = l.free[:len(l.free)-1]
+			l.rx[i] = p
+			l.rxb.SetBuf(i, p.Buf[rxStart:])
+		}
+	}
+	if want == 0 {
+		return 0, nil
+	}
+	m, err := l.rxb.Recv(l.fd, want)
+	if err != nil {
+		return 0, fmt.Errorf("afpacket: recvmmsg: %w", err)
+	}
+	out := 0
+	for i := range m {
+		p := l.rx[i]
+		if l.accept(i, p) {
+			l.rx[i] = nil
+			pkts[out] = p
+			out++
+		}
+	}
+	return out, nil
+}
+
+func (l *Link) accept(i int, p *link.Packet) bool {
+	n := l.rxb.Len(i)
+	if l.rxb.Flags(i)&unix.MSG_TRUNC != 0 || l.rxb.PacketType(i) != unix.PACKET_HOST || n < bth.EthernetLen {
+		l.stats.RxDropped++
+		return false
+	}
+	ip := rxStart + bth.EthernetLen
+	dg := p.Buf[ip : rxStart+n]
+	et := binary.BigEndian.Uint16(p.Buf[rxStart+12:])
+	if err := wire.Parse(dg, &l.g); err != nil || l.g.Dst.Unmap() != l.info.Addr ||
+		(et == bth.EtherTypeIPv4) == l.v6 || (!l.v6 && !bth.IPv4(dg).ChecksumValid()) {
+		l.stats.RxDropped++
+		return false
+	}
+	dg = dg[:l.g.End]
+	if bth.VerifyICRC(dg) != nil {
+		l.stats.RxICRCErrors++
+		return false
+	}
+	*p = link.Packet{Buf: p.Buf, Off: ip + l.g.Off, Len: l.g.End - l.g.Off, Remote: l.g.Src.Unmap(),
+		Local: l.g.Dst.Unmap(), SrcPort: l.g.SrcPort, TOS: l.g.TOS}
+	l.stats.RxPackets++
+	l.stats.RxBytes += uint64(p.Len)
+	return true
+}
+
+// Wait implements link.Link.
+func (l *Link) Wait(timeout time.Duration) error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return errClosed
+	}
+	var ts *unix.Timespec
+	var t unix.Timespec
+	if timeout >= 0 {
+		t = unix.NsecToTimespec(int64(timeout))
+		ts = &t
+	}
+	for {
+		_, err := unix.Ppoll(l.pfd[:], ts, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("afpacket: ppoll: %w", err)
+		}
+		if l.pfd[1].Revents != 0 {
+			return errClosed
+		}
+		return nil
+	}
+}
+
+// Info implements link.Link.
+func (l *Link) Info() link.Info { return l.info }
+
+// Stats implements link.Link.
+func (l *Link) Stats() link.Stats { return l.stats }
+
+// Close implements link.Link.
+func (l *Link) Close() error {
+	l.once.Do(func() {
+		var one [8]byte
+		one[0] = 1
+		if l.efd >= 0 {
+			unix.Write(l.efd, one[:])
+		}
+		l.mu.Lock()
+		l.closed = true
+		l.release()
+		l.mu.Unlock()
+	})
+	return nil
+}
+
+func (l *Link) release() {
+	for _, fd := range []*int{&l.fd, &l.efd, &l.resv} {
+		if *fd >= 0 {
+			unix.Close(*fd)
+			*fd = -1
+		}
+	}
+	if l.ownRes && l.res != nil {
+		l.res.Close()
+		l.res = nil
+	}
+	l.free, l.rx, l.tx = nil, nil, nil
+}
