@@ -290,16 +290,33 @@ func TestCloseReleasesEverything(t *testing.T) {
 	}
 	fds2, maps2, vm2 := countFDs(t), countMaps(t), vmSize(t)
 	t.Logf("fds %d -> %d -> %d, ring mappings %d -> %d -> %d, VmSize %d -> %d -> %d KiB",
-		fds0, fds1, fds2, maps0, maps1, maps2, vm0, vm1, vm2)
-	// The UMEM is anonymous memory: it shows only in the address space
-	// size. The runtime may grow that meanwhile, but not by a UMEM.
-	if umem := vm1 - vm0; umem < 8<<10 || vm2-vm0 > umem/2 {
-		t.Errorf("UMEM not unmapped: VmSize %d -> %d -> %d KiB", vm0, vm1, vm2)
+		len(fds0), len(fds1), len(fds2), maps0, maps1, maps2, vm0, vm1, vm2)
+	// The UMEM is anonymous memory and shows only in VmSize, which the
+	// runtime (and the race detector) also grows at will, so it is
+	// logged, not asserted; the rings are mappings of the socket.
+	// Other tests' goroutines may still open or close descriptors, so
+	// compare the link's own: those opened by Open must all be gone. The
+	// resolver's netlink subscriptions close from their own goroutines, a
+	// moment after Close returns, so look again for a while before failing.
+	deadline := time.Now().Add(giveUp)
+	for {
+		var left []string
+		for fd, what := range fds1 {
+			if fds0[fd] != what && fds2[fd] == what {
+				left = append(left, fd+" "+what)
+			}
+		}
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("descriptors opened by Open still open after Close: %v", left)
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+		fds2 = countFDs(t)
 	}
-	if fds2 != fds0 {
-		t.Errorf("%d file descriptors leaked", fds2-fds0)
-	}
-	if maps2 > maps0 {
+	if maps2 != maps0 {
 		t.Errorf("%d mappings leaked", maps2-maps0)
 	}
 	if _, err := l.Send(nil); err == nil {
@@ -310,12 +327,17 @@ func TestCloseReleasesEverything(t *testing.T) {
 	}
 }
 
-func countFDs(t *testing.T) int {
+// countFDs returns the process's open descriptors and what they are.
+func countFDs(t *testing.T) map[string]string {
 	es, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return len(es)
+	m := make(map[string]string, len(es))
+	for _, e := range es {
+		m[e.Name()], _ = os.Readlink("/proc/self/fd/" + e.Name())
+	}
+	return m
 }
 
 // countMaps counts the process's mappings of sockets: AF_XDP rings.
