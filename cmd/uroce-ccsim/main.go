@@ -1,0 +1,138 @@
+package main
+
+import (
+	"encoding/csv"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/uroce/uroce/cc"
+)
+
+func main() {
+	log.SetFlags(0)
+	log.SetPrefix("uroce-ccsim: ")
+	p := DefaultParams()
+	var (
+		scenario = flag.String("scenario", "all", "scenario: all, or one of fair2, incast8, incast16, joinleave")
+		algos    = flag.String("algo", "all", "comma-separated algorithms: dcqcn, dcqcn-clamp, dcqcn-paper, timely, swift, none; or all")
+		out      = flag.String("out", "", "directory for CSV and PNG output (none if empty)")
+		gbps     = flag.Float64("rate", 40, "link rate, Gb/s")
+		scale    = flag.Float64("scale", 1, "stretch every scenario's times by this factor")
+		noPFC    = flag.Bool("nopfc", false, "disable PFC: the port drops when its buffer is full")
+	)
+	flag.DurationVar(&p.BaseRTT, "rtt", p.BaseRTT, "base round-trip time")
+	flag.IntVar(&p.MTU, "mtu", p.MTU, "packet size on the wire, bytes")
+	flag.IntVar(&p.Buffer, "buffer", p.Buffer, "switch port buffer, bytes")
+	flag.IntVar(&p.RED.Kmin, "kmin", p.RED.Kmin, "RED Kmin, bytes")
+	flag.IntVar(&p.RED.Kmax, "kmax", p.RED.Kmax, "RED Kmax, bytes")
+	flag.Float64Var(&p.RED.Pmax, "pmax", p.RED.Pmax, "RED Pmax")
+	flag.IntVar(&p.XOff, "xoff", p.XOff, "PFC pause threshold, bytes")
+	flag.IntVar(&p.XOn, "xon", p.XOn, "PFC resume threshold, bytes")
+	flag.Uint64Var(&p.Seed, "seed", p.Seed, "random seed (RED marking)")
+	flag.Parse()
+	p.LinkRate = cc.Rate(*gbps * 1e9)
+	p.PFC = !*noPFC
+
+	var scs []Scenario
+	for _, sc := range Scenarios(*scale) {
+		if *scenario == "all" || *scenario == sc.Name {
+			scs = append(scs, sc)
+		}
+	}
+	var as []Algo
+	for _, a := range Algos(p) {
+		if *algos == "all" || strings.Contains(","+*algos+",", ","+a.Name+",") {
+			as = append(as, a)
+		}
+	}
+	if len(scs) == 0 || len(as) == 0 {
+		log.Fatalf("no scenario %q or algorithm %q", *scenario, *algos)
+	}
+	if *out != "" {
+		if err := os.MkdirAll(*out, 0o755); err != nil {
+			log.Fatal(err)
+		}
+	}
+	fmt.Printf("link %v, base RTT %v, MTU %d B, buffer %d KB, RED Kmin %d KB Kmax %d KB Pmax %g, PFC %v, seed %d\n\n",
+		p.LinkRate, p.BaseRTT, p.MTU, p.Buffer>>10, p.RED.Kmin>>10, p.RED.Kmax>>10, p.RED.Pmax, p.PFC, p.Seed)
+	var results []Result
+	for _, sc := range scs {
+		for _, a := range as {
+			r := NewSim(p, a.Cfg, sc.Flows).Run(sc.Duration)
+			results = append(results, Analyse(sc, a.Name, r, p.LinkRate))
+			if *out != "" {
+				base := filepath.Join(*out, sc.Name+"-"+a.Name)
+				if err := writeCSV(base+".csv", r); err != nil {
+					log.Fatal(err)
+				}
+				if err := plotRun(base+".png", sc.Name+" / "+a.Name, r); err != nil {
+					log.Fatal(err)
+				}
+			}
+		}
+	}
+	printTable(os.Stdout, results)
+}
+
+func printTable(w io.Writer, rs []Result) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\talgorithm\tJain\tconverge ms\tq p50 KB\tq p99 KB\tq max KB\tutil %\tPFC pauses\tdrops\tCNPs\t")
+	for _, r := range rs {
+		j := "-"
+		if !math.IsNaN(r.Jain) {
+			j = strconv.FormatFloat(r.Jain, 'f', 3, 64)
+		}
+		c := "-"
+		switch {
+		case math.IsNaN(r.Jain):
+		case r.Converge < 0:
+			c = "never"
+		default:
+			c = strconv.FormatFloat(float64(r.Converge)/float64(time.Millisecond), 'f', 2, 64)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.1f\t%.1f\t%.1f\t%.1f\t%d\t%d\t%d\t\n",
+			r.Scenario, r.Algo, j, c, float64(r.QP50)/1024, float64(r.QP99)/1024, float64(r.QMax)/1024,
+			100*r.Util, r.Pauses, r.Drops, r.CNPs)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\nJain: least over phases with 2+ flows, of mean throughputs over each phase's second half.\n"+
+		"converge: worst time from a phase's start until every flow's 1 ms throughput stays within %.0f%% of its fair share.\n", 100*convergeTol)
+}
+
+func writeCSV(name string, r *Record) error {
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	w := csv.NewWriter(f)
+	head := []string{"time_us", "queue_bytes"}
+	for i := range r.Thru {
+		head = append(head, fmt.Sprintf("flow%d_gbps", i), fmt.Sprintf("flow%d_rate_gbps", i))
+	}
+	w.Write(head)
+	row := make([]string, len(head))
+	for n, t := range r.Times {
+		row[0] = strconv.FormatFloat(float64(t)/1e3, 'f', 1, 64)
+		row[1] = strconv.Itoa(r.Queue[n])
+		for i := range r.Thru {
+			row[2+2*i] = strconv.FormatFloat(r.Thru[i][n], 'f', 3, 64)
+			row[3+2*i] = strconv.FormatFloat(r.Rate[i][n], 'f', 3, 64)
+		}
+		w.Write(row)
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	return f.Close()
+}
