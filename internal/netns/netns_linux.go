@@ -323,3 +323,52 @@ func (p *Pair) Addr(family int) (a, b netip.Addr) {
 	}
 	return pick(p.AddrsA), pick(p.AddrsB)
 }
+
+// Create makes a named namespace with its loopback up, for programs that
+// are not tests (the caller must Close it).
+func Create(name string) (*NS, error) {
+	ns, err := create(name)
+	if err != nil {
+		return nil, err
+	}
+	lo, err := ns.nl.LinkByName("lo")
+	if err == nil {
+		err = ns.nl.LinkSetUp(lo)
+	}
+	if err != nil {
+		ns.Close()
+		return nil, fmt.Errorf("loopback up in %s: %w", name, err)
+	}
+	return ns, nil
+}
+
+// AddVeth joins a and b with a veth pair named na (in a) and nb (in b),
+// both up, with the given MTU (0 keeps the default), for programs that are
+// not tests. Closing either namespace removes the pair.
+func AddVeth(a, b *NS, na, nb string, mtu int) (Veth, Veth, error) {
+	v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: na, MTU: mtu}, PeerName: nb, PeerNamespace: netlink.NsFd(b.h)}
+	if err := a.nl.LinkAdd(v); err != nil {
+		return Veth{}, Veth{}, fmt.Errorf("veth %s/%s: %w", na, nb, err)
+	}
+	var out [2]Veth
+	for i, e := range []struct {
+		ns   *NS
+		name string
+	}{{a, na}, {b, nb}} {
+		l, err := e.ns.nl.LinkByName(e.name)
+		if err == nil && mtu != 0 {
+			err = e.ns.nl.LinkSetMTU(l, mtu)
+		}
+		if err == nil {
+			err = e.ns.nl.LinkSetUp(l)
+		}
+		if err != nil {
+			return Veth{}, Veth{}, fmt.Errorf("veth %s: %w", e.name, err)
+		}
+		out[i] = Veth{NS: e.ns, Name: e.name, Index: l.Attrs().Index, MAC: l.Attrs().HardwareAddr}
+	}
+	return out[0], out[1], nil
+}
+
+// Assign adds an address to the interface (AddAddr without a test).
+func (v Veth) Assign(p netip.Prefix) error { return v.addAddr(p) }
