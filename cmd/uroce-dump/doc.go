@@ -15,7 +15,10 @@
 // (RETH va/rkey/len; AETH with its syndrome decoded as ACK with credits,
 // RNR NAK with its timer, or NAK with its code, and the MSN; AtomicETH;
 // AtomicAckETH; ImmDt; IETH; DETH; RDETH; FETH), the payload length and
-// whether the ICRC is right. Frames that are not RoCE (ARP, TCP, other
+// whether the ICRC is right ("icrc=BAD" with the ICRC carried and the right
+// one). "udp_checksum=BAD" marks a packet whose sender set a UDP checksum
+// that is wrong; rxe sends none, and frames captured on the sending host
+// can show it when the NIC fills the checksum in later. Frames that are not RoCE (ARP, TCP, other
 // UDP) are skipped. A frame sent to UDP port 4791 that does not decode
 // prints "MALFORMED" and bth's error, which says exactly what is wrong.
 //

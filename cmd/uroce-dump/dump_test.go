@@ -253,10 +253,16 @@ func (c *capture) add(t testing.TB, frame []byte) {
 	}
 }
 
-// roceFrames returns the RoCE frames of a capture, copied.
+// roceFrames returns the RoCE frames of a capture in captureDir.
 func roceFrames(t testing.TB, name string) [][]byte {
 	t.Helper()
-	f, err := os.Open(filepath.Join(captureDir, name))
+	return roceFramesAt(t, filepath.Join(captureDir, name))
+}
+
+// roceFramesAt returns the RoCE frames of a capture file.
+func roceFramesAt(t testing.TB, path string) [][]byte {
+	t.Helper()
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
