@@ -1,0 +1,358 @@
+package qp
+
+import (
+	"encoding/binary"
+
+	"github.com/uroce/uroce/bth"
+)
+
+// opNone marks "no message in progress" where rxe keeps opcode -1.
+const opNone = bth.Opcode(0xff)
+
+// completer is the state that matches responses to WQEs (rxe's qp->comp).
+type completer struct {
+	psn      bth.PSN    // next response PSN expected
+	opcode   bth.Opcode // last response opcode of a READ in progress, or opNone
+	retryCnt uint8
+	rnrRetry uint8
+	// startedRetry: a go-back-N is under way; more gaps before it makes
+	// progress do not start another (rxe's comp.started_retry).
+	startedRetry bool
+}
+
+// compState is a step of the completer (rxe's enum comp_state).
+type compState uint8
+
+const (
+	compGetWQE     compState = iota // the oldest outstanding WQE
+	compCheckPSN                    // where the response falls against it
+	compCheckAck                    // opcode sequence and syndrome
+	compRead                        // place READ response data
+	compAtomic                      // place the atomic's original value
+	compWriteSend                   // an ACK of SEND/WRITE packets
+	compUpdateComp                  // advance comp.psn
+	compCompAck                     // the response completes the WQE
+	compCompWQE                     // a later PSN implicitly completes it
+	compErrorRetry                  // go-back-N (NAK, implicit NAK, timeout)
+	compRNRRetry                    // wait the RNR timer, then go-back-N
+	compError                       // the WQE fails, the QP goes to ERR
+	compDone
+)
+
+// complete processes one response packet (rxe's rxe_completer).
+func (e *Engine) complete(q *QP, p *bth.Packet) {
+	h := p.BTH()
+	psn := h.PSN()
+	op := p.Opcode()
+	var w *sendWQE
+	progress := false
+	state := compGetWQE
+	for {
+		switch state {
+		case compGetWQE:
+			if q.sq.head == q.sq.tail || q.sq.at(q.sq.head).state == wqePosted {
+				// Nothing is waiting for a response: a stale or
+				// duplicate packet, or the rest of a coalesced ACK.
+				if !progress {
+					q.Counters.Dropped++
+				}
+				state = compDone
+				continue
+			}
+			w = q.sq.at(q.sq.head)
+			state = compCheckPSN
+
+		case compCheckPSN:
+			state = e.checkPSN(q, w, p, psn, op)
+
+		case compCheckAck:
+			state = e.checkAck(q, w, p, op)
+
+		case compRead:
+			state = e.readResponse(q, w, p, psn)
+
+		case compAtomic:
+			orig := p.AtomicAckETH().OrigData()
+			var buf [8]byte
+			// The original value lands in host order, as verbs
+			// returns it; it is big-endian only on the wire.
+			binary.NativeEndian.PutUint64(buf[:], orig)
+			scatter(w, 0, buf[:])
+			state = compCompAck
+
+		case compWriteSend:
+			state = compUpdateComp
+			if w.state == wqePending && psn == w.lastPSN {
+				state = compCompAck
+			}
+
+		case compUpdateComp:
+			if op.Has(bth.Last) {
+				q.comp.opcode = opNone
+			} else {
+				q.comp.opcode = op
+			}
+			if !psn.Before(q.comp.psn) {
+				q.comp.psn = psn.Next()
+				q.comp.startedRetry = false
+				progress = true
+				e.kick(q) // the PSN window moved
+			}
+			state = compDone
+
+		case compCompAck, compCompWQE:
+			if state == compCompWQE && !w.lastPSN.Before(q.comp.psn) {
+				q.comp.psn = w.lastPSN.Next()
+				q.comp.opcode = opNone
+			}
+			q.completeSend(w)
+			progress = true
+			e.kick(q) // credits, fence or window may have opened
+			if state == compCompWQE {
+				state = compGetWQE
+				continue
+			}
+			state = compDone
+			if !psn.Before(q.comp.psn) {
+				state = compUpdateComp
+			}
+
+		case compErrorRetry:
+			state = e.errorRetry(q, w, false)
+
+		case compRNRRetry:
+			q.Counters.RNRNAKsRcvd++
+			if q.comp.rnrRetry == 0 {
+				w.status = WCRNRRetryExcErr
+				state = compError
+				continue
+			}
+			if q.comp.rnrRetry != 7 {
+				q.comp.rnrRetry--
+			}
+			// IBA 9.7.5.2.8: the RNR NAK acknowledges what came
+			// before it; retry from its PSN after the peer's timer.
+			if psn.After(q.comp.psn) {
+				q.comp.psn = psn
+			}
+			q.req.needRetry, q.req.waitRNR = true, true
+			e.stopTimer(&q.retrans)
+			us := bth.RNRTimeout(p.AETH().Syndrome().RNRTimer())
+			e.setTimer(&q.rnr, e.now.Add(durationUS(us)))
+			return
+
+		case compError:
+			if w.status == WCSuccess {
+				w.status = WCBadRespErr
+			}
+			q.fail(e.now, w, w.status)
+			return
+
+		case compDone:
+			// rxe kicks the timer down the road on every response;
+			// we do on progress only, so stale duplicates cannot
+			// postpone a retry forever.
+			if progress || q.retrans.idx < 0 {
+				e.rearmRetrans(q)
+			}
+			return
+		}
+	}
+}
+
+// checkPSN places a response against the oldest WQE (rxe's check_psn).
+func (e *Engine) checkPSN(q *QP, w *sendWQE, p *bth.Packet, psn bth.PSN, op bth.Opcode) compState {
+	if psn.After(w.lastPSN) {
+		if w.state != wqePending {
+			q.Counters.Dropped++
+			return compDone
+		}
+		// A response beyond this WQE: a coalesced ACK completes a
+		// SEND/WRITE (IBA 9.7.5.1.2), but a READ or atomic needed
+		// its own response, so that was lost: implicit NAK
+		// (IBA 9.7.5.1.5).
+		if w.wr.Opcode.isReadAtomic() {
+			q.Counters.ImplicitNAKs++
+			return compErrorRetry
+		}
+		q.resetRetry()
+		return compCompWQE
+	}
+	switch d := psn.Compare(q.comp.psn); {
+	case d < 0:
+		// Most likely a response to a retried packet.
+		if psn == w.lastPSN && w.state == wqePending && op == bth.RCAcknowledge {
+			return compCompAck
+		}
+		q.Counters.Dropped++
+		return compDone
+	case d > 0 && w.wr.Opcode == WRRead:
+		// A gap in the READ response: implicit NAK (rxe drops
+		// these and waits for the timer; asking again at once is
+		// what IBA 9.7.5.1.5 allows and recovers faster).
+		if !op.Has(bth.Read) {
+			return compCheckAck
+		}
+		q.Counters.ImplicitNAKs++
+		return compErrorRetry
+	}
+	return compCheckAck
+}
+
+// checkAck checks the opcode sequence of READ responses and the
+// syndrome (rxe's check_ack).
+func (e *Engine) checkAck(q *QP, w *sendWQE, p *bth.Packet, op bth.Opcode) compState {
+	if q.comp.opcode == opNone {
+		if !op.Has(bth.First) {
+			return compError
+		}
+	} else if op != bth.RCReadResponseMiddle && op != bth.RCReadResponseLast && op != bth.RCAcknowledge {
+		// A retried READ may start again with FIRST or ONLY.
+		if !(op == bth.RCReadResponseFirst && p.BTH().PSN() == w.firstPSN) && op != bth.RCReadResponseOnly {
+			return compError
+		}
+	}
+	switch op {
+	case bth.RCReadResponseFirst, bth.RCReadResponseLast, bth.RCReadResponseOnly, bth.RCReadResponseMiddle:
+		if op != bth.RCReadResponseMiddle && p.AETH().Syndrome().Kind() != bth.KindACK {
+			return compError
+		}
+		if w.wr.Opcode != WRRead {
+			w.status = WCBadRespErr
+			return compError
+		}
+		q.resetRetry()
+		return compRead
+	case bth.RCAtomicAcknowledge:
+		if p.AETH().Syndrome().Kind() != bth.KindACK || !w.wr.Opcode.isAtomic() {
+			w.status = WCBadRespErr
+			return compError
+		}
+		q.resetRetry()
+		return compAtomic
+	case bth.RCAcknowledge:
+		syn := p.AETH().Syndrome()
+		switch syn.Kind() {
+		case bth.KindACK:
+			if w.wr.Opcode.isReadAtomic() {
+				// An ACK inside a READ's PSNs (rxe: "read
+				// retried"), or one for an atomic: not ours.
+				q.Counters.Dropped++
+				return compDone
+			}
+			q.resetRetry()
+			return compWriteSend
+		case bth.KindRNRNAK:
+			return compRNRRetry
+		case bth.KindNAK:
+			switch syn.NAKCode() {
+			case bth.NAKPSNSequenceError:
+				// The NAK acknowledges every PSN before its own
+				// (IBA 9.7.5.2.2): go back to it.
+				q.Counters.SeqNAKsRcvd++
+				if psn := p.BTH().PSN(); psn.After(q.comp.psn) {
+					q.comp.psn = psn
+				}
+				return compErrorRetry
+			case bth.NAKInvalidRequest:
+				w.status = WCRemInvReqErr
+			case bth.NAKRemoteAccessError:
+				w.status = WCRemAccessErr
+			default:
+				w.status = WCRemOpErr
+			}
+			return compError
+		}
+	}
+	return compError
+}
+
+// readResponse copies READ response data into the WQE's buffers at the
+// packet's place in the message (rxe's do_read).
+func (e *Engine) readResponse(q *QP, w *sendWQE, p *bth.Packet, psn bth.PSN) compState {
+	mtu := uint32(q.mtu)
+	off := uint64(psn.Diff(w.firstPSN)) * uint64(mtu)
+	data := p.Payload()
+	end := off + uint64(len(data))
+	last := p.Has(bth.Last)
+	if end > uint64(w.length) || (!last && uint32(len(data)) != mtu) || (last && end != uint64(w.length)) {
+		w.status = WCBadRespErr
+		return compError
+	}
+	scatter(w, uint32(off), data)
+	if last {
+		return compCompAck
+	}
+	return compUpdateComp
+}
+
+// scatter copies data into the WQE's buffers from byte off on.
+func scatter(w *sendWQE, off uint32, data []byte) {
+	for i, g := range w.sge {
+		if len(data) == 0 {
+			return
+		}
+		if off >= g.Length {
+			off -= g.Length
+			continue
+		}
+		dst, _ := w.mrs[i].slice(g.Addr+uint64(off), uint64(g.Length-off))
+		n := copy(dst, data)
+		data = data[n:]
+		off = 0
+	}
+}
+
+// errorRetry decides on a go-back-N (rxe's COMPST_ERROR_RETRY): it spends
+// one retry unless the counter is 7, and fails the WQE when none are left.
+func (e *Engine) errorRetry(q *QP, w *sendWQE, timeout bool) compState {
+	if q.comp.startedRetry && !timeout {
+		return compDone
+	}
+	if q.comp.retryCnt == 0 {
+		w.status = WCRetryExcErr
+		return compError
+	}
+	if q.comp.retryCnt != 7 {
+		q.comp.retryCnt--
+	}
+	// Nothing to retry when everything sent has been answered.
+	if q.req.psn.After(q.comp.psn) {
+		q.req.needRetry = true
+		q.comp.startedRetry = true
+		e.kick(q)
+	}
+	return compDone
+}
+
+// retransTimeout handles the local ACK timeout (IBA 9.7.6.1.3).
+func (e *Engine) retransTimeout(q *QP) {
+	if !q.state.sends() || q.sq.head == q.sq.next && (q.sq.head == q.sq.tail || q.sq.at(q.sq.head).state == wqePosted) {
+		return
+	}
+	w := q.sq.at(q.sq.head)
+	if w.state == wqePosted {
+		return
+	}
+	q.Counters.Timeouts++
+	if e.errorRetry(q, w, true) == compError {
+		q.fail(e.now, w, w.status)
+	}
+}
+
+// rearmRetrans restarts the ACK timer while requests are unanswered and
+// stops it otherwise (rxe's COMPST_EXIT).
+func (e *Engine) rearmRetrans(q *QP) {
+	if q.state.sends() && q.req.psn.After(q.comp.psn) && !q.req.waitRNR {
+		if d := q.timeoutDur(); d > 0 {
+			e.setTimer(&q.retrans, e.now.Add(d))
+		}
+		return
+	}
+	e.stopTimer(&q.retrans)
+}
+
+func (q *QP) resetRetry() {
+	q.comp.retryCnt = q.attr.RetryCnt
+	q.comp.rnrRetry = q.attr.RNRRetry
+}

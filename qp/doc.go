@@ -1,0 +1,29 @@
+// Package qp is the reliable-connected (RC) transport engine: the
+// InfiniBand transport of IBA chapter 9 as Linux Soft-RoCE (rdma_rxe) and
+// ConnectX implement it, written as pure logic.
+//
+// Nothing here does I/O or reads a clock. The caller (package verbs, a test,
+// the simulator) hands the Engine received packets and the current time, and
+// the Engine writes the packets to send straight into link buffers it takes
+// from a Port (Alloc, then headers encoded in place with bth, then Send) and
+// the completions into completion queues (CQ), which are rings of values.
+//
+// Data moves like this. PostSend copies a work request into a send WQE ring
+// slot. The requester (requester.go) walks the ring, segments each WQE into
+// FIRST/MIDDLE/LAST/ONLY packets at the path MTU and gives each a PSN. At the
+// peer the responder (responder.go) checks each request in rxe's order (PSN,
+// opcode sequence, resources, length, R_Key and bounds), executes it against
+// a memory region, and answers with ACKs, NAKs, READ responses or atomic
+// ACKs. Back at the requester the completer (completer.go) matches those
+// responses against the outstanding WQEs, retries on NAKs and timeouts, and
+// writes completions. The three are separate state machines, as in rxe.
+//
+// One Engine owns every QP of a device and is not safe for concurrent use:
+// one goroutine (or one lock) drives it. Timers (retransmit, RNR) sit in a
+// heap keyed by deadline, so the cost per QP does not grow with the number of
+// QPs; QPs with work to do wait on a ready list.
+//
+// Registered memory (MR) is a Go byte slice at a virtual address the caller
+// chooses; the responder only ever copies inside [Addr, Addr+len) of an MR
+// whose key, protection domain and access flags allow it.
+package qp

@@ -1,0 +1,326 @@
+package qp
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/uroce/uroce/bth"
+	"github.com/uroce/uroce/pkg/link"
+)
+
+// Port is where the engine gets transmit buffers and sends packets; a
+// link.Link is one.
+type Port interface {
+	Alloc(pkts []*link.Packet) int
+	Send(pkts []*link.Packet) (int, error)
+	Release(pkts []*link.Packet)
+}
+
+// FirstQPN is the first QP number the engine hands out; below it lie QP0,
+// QP1 and the numbers rxe reserves (RXE_MIN_QP_INDEX).
+const FirstQPN = 0x11
+
+const (
+	// txBatch is how many packets the engine gathers before a Send.
+	txBatch = 64
+	// sendBudget bounds the packets one QP sends per turn, for fairness.
+	sendBudget = 64
+	// maxUnackedPSNs bounds the PSNs in flight (rxe's RXE_MAX_UNACKED_PSNS).
+	maxUnackedPSNs = 128
+	// maxPktPerAck: the requester asks for an ACK at least this often
+	// within a long message (rxe's RXE_MAX_PKT_PER_ACK).
+	maxPktPerAck = 64
+)
+
+// Engine owns every QP of a device and drives them: Receive hands it
+// packets, Process runs timers and requesters, both at the time now. It is
+// not safe for concurrent use.
+type Engine struct {
+	port  Port
+	// MRs is the device's memory region table.
+	MRs     MRTable
+	qps     []*QP
+	freeQPN []uint32
+	timers  timerHeap
+	ready   []*QP
+	txq     []*link.Packet
+	one     [1]*link.Packet
+	pkt     bth.Packet
+	pf      bth.PacketFields
+	now     time.Time
+	// Counters holds the engine's own counters; Stats adds the QPs'.
+	Counters EngineCounters
+	// TOS, when set, gives the TOS byte of a QP's packets: the hook for
+	// congestion control to mark data ECT(0). By default it is the QP's
+	// traffic class.
+	TOS func(q *QP, response bool) uint8
+}
+
+// NewEngine returns an engine that sends through port.
+func NewEngine(port Port) *Engine {
+	return &Engine{port: port, txq: make([]*link.Packet, 0, txBatch)}
+}
+
+// CreateQP makes a QP in the RESET state. It returns ErrBadAttr for a
+// missing CQ or a zero capacity, ErrTooManyQPs when no QPN is free.
+func (e *Engine) CreateQP(cfg QPConfig) (*QP, error) {
+	if cfg.SendCQ == nil || cfg.RecvCQ == nil || cfg.MaxSendWR < 1 || cfg.MaxRecvWR < 0 || cfg.MaxInline < 0 {
+		return nil, fmt.Errorf("create QP: %w: CQs and a send queue are required", ErrBadAttr)
+	}
+	if cfg.MaxSendSGE <= 0 {
+		cfg.MaxSendSGE = 1
+	}
+	if cfg.MaxRecvSGE <= 0 {
+		cfg.MaxRecvSGE = 1
+	}
+	var idx uint32
+	if n := len(e.freeQPN); n > 0 {
+		idx = e.freeQPN[n-1]
+		e.freeQPN = e.freeQPN[:n-1]
+	} else {
+		if FirstQPN+len(e.qps) > bth.QPNMask {
+			return nil, fmt.Errorf("create QP: %w", ErrTooManyQPs)
+		}
+		idx = uint32(len(e.qps))
+		e.qps = append(e.qps, nil)
+	}
+	q := &QP{e: e, qpn: FirstQPN + idx, cfg: cfg}
+	q.retrans = timer{idx: -1, qp: q, kind: timerRetrans}
+	q.rnr = timer{idx: -1, qp: q, kind: timerRNR}
+	ss := ringSize(cfg.MaxSendWR)
+	q.sq = sendQueue{wqes: make([]sendWQE, ss), mask: uint32(ss - 1), size: uint32(cfg.MaxSendWR)}
+	for i := range q.sq.wqes {
+		w := &q.sq.wqes[i]
+		w.sge = make([]SGE, 0, cfg.MaxSendSGE)
+		w.mrs = make([]*MR, 0, cfg.MaxSendSGE)
+		w.inline = make([]byte, 0, cfg.MaxInline)
+	}
+	rs := ringSize(max(cfg.MaxRecvWR, 1))
+	q.rq = recvQueue{wqes: make([]recvWQE, rs), mask: uint32(rs - 1), size: uint32(cfg.MaxRecvWR)}
+	for i := range q.rq.wqes {
+		w := &q.rq.wqes[i]
+		w.sge = make([]SGE, 0, cfg.MaxRecvSGE)
+		w.mrs = make([]*MR, 0, cfg.MaxRecvSGE)
+	}
+	q.resp.opcode = opNone
+	q.comp.opcode = opNone
+	cfg.SendCQ.refs++
+	cfg.RecvCQ.refs++
+	e.qps[idx] = q
+	return q, nil
+}
+
+// DestroyQP removes a QP; its outstanding WRs vanish without completions,
+// as ibv_destroy_qp's do. It returns ErrNoQP for a QP of another engine or
+// one already destroyed.
+func (e *Engine) DestroyQP(q *QP) error {
+	idx := q.qpn - FirstQPN
+	if q.e != e || int(idx) >= len(e.qps) || e.qps[idx] != q {
+		return fmt.Errorf("destroy QP %d: %w", q.qpn, ErrNoQP)
+	}
+	e.stopTimer(&q.retrans)
+	e.stopTimer(&q.rnr)
+	q.state = StateReset
+	q.cfg.SendCQ.refs--
+	q.cfg.RecvCQ.refs--
+	e.qps[idx] = nil
+	e.freeQPN = append(e.freeQPN, idx)
+	// A QP on the ready list is skipped there: its state is RESET.
+	return nil
+}
+
+// CQInUse reports whether any QP uses the CQ.
+func (e *Engine) CQInUse(c *CQ) bool { return c.refs > 0 }
+
+// QP returns the QP with this number, or nil.
+func (e *Engine) QP(qpn uint32) *QP {
+	idx := qpn - FirstQPN
+	if qpn < FirstQPN || int(idx) >= len(e.qps) {
+		return nil
+	}
+	return e.qps[idx]
+}
+
+// NextDeadline returns the earliest armed timer, if any: when Process next
+// has something to do without new packets.
+func (e *Engine) NextDeadline() (time.Time, bool) {
+	if len(e.timers) == 0 {
+		return time.Time{}, false
+	}
+	return e.timers[0].when, true
+}
+
+// Busy reports whether some QP has packets it could send now.
+func (e *Engine) Busy() bool { return len(e.ready) > 0 }
+
+// Receive processes received RoCE packets. The packets stay the caller's:
+// the engine copies what it keeps. Responses and requests it generates are
+// sent before Receive returns.
+func (e *Engine) Receive(now time.Time, pkts []*link.Packet) {
+	e.now = now
+	for _, lp := range pkts {
+		e.receiveOne(lp)
+	}
+	e.flush()
+}
+
+func (e *Engine) receiveOne(lp *link.Packet) {
+	p := &e.pkt
+	if err := p.Decode(lp.RoCE()); err != nil || p.Opcode().Service() != bth.ServiceRC {
+		e.Counters.BadPacket++
+		return
+	}
+	h := p.BTH()
+	q := e.QP(h.DestQP())
+	if q == nil {
+		e.Counters.NoQP++
+		return
+	}
+	// IBA 10.9.3: the low 15 bits must match and one side must be a full
+	// member.
+	if pk := h.PKey(); pk&0x7fff != q.pkey&0x7fff || (pk|q.pkey)&0x8000 == 0 {
+		e.Counters.BadPKey++
+		return
+	}
+	q.Counters.RxPackets++
+	q.Counters.RxBytes += uint64(len(p.Payload()))
+	if p.Has(bth.Request) {
+		if !q.state.receives() {
+			q.Counters.Dropped++
+			return
+		}
+		e.respond(q, p)
+		return
+	}
+	if !q.state.sends() {
+		q.Counters.Dropped++
+		return
+	}
+	e.complete(q, p)
+}
+
+// Process fires the timers that are due and lets QPs with work send, then
+// sends what was built.
+func (e *Engine) Process(now time.Time) {
+	e.now = now
+	for len(e.timers) > 0 && !e.timers[0].when.After(now) {
+		t := e.timers[0]
+		e.timers.remove(t)
+		switch t.kind {
+		case timerRetrans:
+			e.retransTimeout(t.qp)
+		case timerRNR:
+			t.qp.req.waitRNR = false
+			e.kick(t.qp)
+		}
+	}
+	n := len(e.ready)
+	for i := 0; i < n; i++ {
+		q := e.ready[i]
+		q.queued = false
+		if e.runRequester(q, sendBudget) {
+			e.kick(q)
+		}
+	}
+	m := copy(e.ready, e.ready[n:])
+	clear(e.ready[m:])
+	e.ready = e.ready[:m]
+	e.flush()
+}
+
+// kick puts a QP on the ready list.
+func (e *Engine) kick(q *QP) {
+	if !q.queued {
+		q.queued = true
+		e.ready = append(e.ready, q)
+	}
+}
+
+func (e *Engine) setTimer(t *timer, when time.Time) { e.timers.set(t, when) }
+func (e *Engine) stopTimer(t *timer)                { e.timers.remove(t) }
+
+// newPacket takes a transmit buffer and writes the headers of a packet
+// with payloadLen bytes of payload from e.pf and bf, pad and ICRC zeroed.
+// It returns the buffer and the payload bytes to fill, or nil when no
+// buffer is free or the packet does not fit.
+func (e *Engine) newPacket(q *QP, bf *bth.BTHFields, payloadLen int, response bool) (*link.Packet, []byte) {
+	if e.port.Alloc(e.one[:]) == 0 {
+		e.Counters.NoBuffer++
+		return nil, nil
+	}
+	lp := e.one[0]
+	e.one[0] = nil
+	n := bth.PacketLen(bf.Opcode, payloadLen)
+	b := lp.Buf[lp.Off:]
+	if len(b) < n {
+		// The path MTU exceeds the link's: a configuration error the
+		// verbs layer prevents; drop rather than overrun the buffer.
+		e.Counters.NoBuffer++
+		e.one[0] = lp
+		e.port.Release(e.one[:])
+		e.one[0] = nil
+		return nil, nil
+	}
+	bf.PadCnt = uint8(-payloadLen & 3)
+	bf.PKey = q.pkey
+	bf.DestQP = q.attr.DestQPN
+	hl := e.pf.EncodeHeaders(b, bf)
+	clear(b[hl+payloadLen : n])
+	lp.Len = n
+	lp.Remote = q.attr.DestAddr
+	lp.SrcPort = q.sport
+	if e.TOS != nil {
+		lp.TOS = e.TOS(q, response)
+	} else {
+		lp.TOS = q.attr.TrafficClass
+	}
+	q.Counters.TxPackets++
+	q.Counters.TxBytes += uint64(payloadLen)
+	e.txq = append(e.txq, lp)
+	if len(e.txq) == cap(e.txq) {
+		e.flush()
+	}
+	return lp, b[hl : hl+payloadLen]
+}
+
+func (e *Engine) flush() {
+	if len(e.txq) == 0 {
+		return
+	}
+	n, _ := e.port.Send(e.txq)
+	if n < len(e.txq) {
+		e.Counters.TxErrors += uint64(len(e.txq) - n)
+	}
+	clear(e.txq)
+	e.txq = e.txq[:0]
+}
+
+// Stats returns the engine's counters with every live QP's added in.
+func (e *Engine) Stats() EngineCounters {
+	s := e.Counters
+	for _, q := range e.qps {
+		if q == nil {
+			continue
+		}
+		c := &q.Counters
+		t := &s.Counters
+		t.TxPackets += c.TxPackets
+		t.RxPackets += c.RxPackets
+		t.TxBytes += c.TxBytes
+		t.RxBytes += c.RxBytes
+		t.PostedSends += c.PostedSends
+		t.CompletedSends += c.CompletedSends
+		t.CompletedRecvs += c.CompletedRecvs
+		t.Retransmits += c.Retransmits
+		t.Timeouts += c.Timeouts
+		t.SeqNAKsRcvd += c.SeqNAKsRcvd
+		t.SeqNAKsSent += c.SeqNAKsSent
+		t.RNRNAKsRcvd += c.RNRNAKsRcvd
+		t.RNRNAKsSent += c.RNRNAKsSent
+		t.ImplicitNAKs += c.ImplicitNAKs
+		t.DupRequests += c.DupRequests
+		t.ErrNAKsSent += c.ErrNAKsSent
+		t.Dropped += c.Dropped
+	}
+	return s
+}

@@ -1,0 +1,131 @@
+package qp
+
+import (
+	"fmt"
+)
+
+// Access is a set of memory region and QP access flags (ibv_access_flags).
+type Access uint32
+
+// Access flags, with rdma-core's values.
+const (
+	AccessLocalWrite   Access = 1 << 0
+	AccessRemoteWrite  Access = 1 << 1
+	AccessRemoteRead   Access = 1 << 2
+	AccessRemoteAtomic Access = 1 << 3
+
+	accessAll = AccessLocalWrite | AccessRemoteWrite | AccessRemoteRead | AccessRemoteAtomic
+)
+
+// MR is a registered memory region: Buf is reachable at the virtual
+// addresses [Addr, Addr+len(Buf)) under LKey locally and RKey remotely.
+// Registering costs O(1) and pins nothing: Buf is ordinary Go memory the
+// MR keeps alive.
+type MR struct {
+	Buf    []byte
+	Addr   uint64
+	LKey   uint32
+	RKey   uint32
+	Access Access
+	PD     uint32
+	valid  bool
+}
+
+// slice returns the bytes at [va, va+n) if they lie inside the region.
+func (m *MR) slice(va uint64, n uint64) ([]byte, bool) {
+	if va < m.Addr {
+		return nil, false
+	}
+	off := va - m.Addr
+	size := uint64(len(m.Buf))
+	if off > size || n > size-off {
+		return nil, false
+	}
+	return m.Buf[off : off+n], true
+}
+
+// MRTable maps keys to regions in O(1): a key is the slot index shifted
+// left by 8 with a per-slot generation in the low byte, as rxe builds its
+// keys, so a stale key of a reused slot does not match.
+type MRTable struct {
+	slots []mrSlot
+	free  []uint32
+}
+
+type mrSlot struct {
+	mr  *MR
+	gen uint8
+}
+
+// Register adds a region and returns it with its keys. Remote write or
+// atomic access requires local write, as IBA 10.6.3.1 and ibv_reg_mr do.
+// It returns ErrBadMR for such a combination or unknown flags.
+func (t *MRTable) Register(pd uint32, buf []byte, addr uint64, access Access) (*MR, error) {
+	if access&^accessAll != 0 {
+		return nil, fmt.Errorf("register: %w: unknown access flags %#x", ErrBadMR, uint32(access))
+	}
+	if access&(AccessRemoteWrite|AccessRemoteAtomic) != 0 && access&AccessLocalWrite == 0 {
+		return nil, fmt.Errorf("register: %w: remote write or atomic needs local write", ErrBadMR)
+	}
+	if addr+uint64(len(buf)) < addr {
+		return nil, fmt.Errorf("register: %w: region wraps the address space", ErrBadMR)
+	}
+	var idx uint32
+	if n := len(t.free); n > 0 {
+		idx = t.free[n-1]
+		t.free = t.free[:n-1]
+	} else {
+		if len(t.slots) >= 1<<24 {
+			return nil, fmt.Errorf("register: %w: table full", ErrBusy)
+		}
+		// Slot 0 is never used, so key 0 (a zero-length READ's R_Key)
+		// never names a region.
+		if len(t.slots) == 0 {
+			t.slots = append(t.slots, mrSlot{})
+		}
+		idx = uint32(len(t.slots))
+		t.slots = append(t.slots, mrSlot{})
+	}
+	s := &t.slots[idx]
+	s.gen++
+	key := idx<<8 | uint32(s.gen)
+	m := &MR{Buf: buf, Addr: addr, LKey: key, RKey: key, Access: access, PD: pd, valid: true}
+	s.mr = m
+	return m, nil
+}
+
+// Deregister removes a region; its keys stop working at once. It returns
+// ErrNoMR for an unknown key.
+func (t *MRTable) Deregister(key uint32) error {
+	m := t.lookup(key)
+	if m == nil {
+		return fmt.Errorf("deregister %#x: %w", key, ErrNoMR)
+	}
+	m.valid = false
+	idx := key >> 8
+	t.slots[idx].mr = nil
+	t.free = append(t.free, idx)
+	return nil
+}
+
+func (t *MRTable) lookup(key uint32) *MR {
+	idx := key >> 8
+	if idx == 0 || int(idx) >= len(t.slots) {
+		return nil
+	}
+	s := &t.slots[idx]
+	if s.mr == nil || uint8(key) != s.gen {
+		return nil
+	}
+	return s.mr
+}
+
+// Lookup returns the region of a key if it belongs to pd and allows every
+// flag in need, or nil (rxe's lookup_mr).
+func (t *MRTable) Lookup(key, pd uint32, need Access) *MR {
+	m := t.lookup(key)
+	if m == nil || m.PD != pd || m.Access&need != need {
+		return nil
+	}
+	return m
+}

@@ -1,0 +1,398 @@
+package qp
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/uroce/uroce/bth"
+)
+
+// QPConfig holds the capacities of a new QP (ibv_qp_init_attr).
+type QPConfig struct {
+	PD             uint32
+	SendCQ, RecvCQ *CQ
+	MaxSendWR      int
+	MaxRecvWR      int
+	MaxSendSGE     int // 0 means 1
+	MaxRecvSGE     int // 0 means 1
+	MaxInline      int
+	// SignalAll makes every send WR signaled (sq_sig_all).
+	SignalAll bool
+}
+
+type wqeState uint8
+
+// Send WQE states (rxe's wqe_state_*).
+const (
+	wqePosted     wqeState = iota // not started, or to be restarted
+	wqeProcessing                 // some packets sent
+	wqePending                    // every packet sent, waiting for the response
+)
+
+type sendWQE struct {
+	wr       SendWR // wr.SGL and wr.InlineData are not kept; see sge, inline
+	sge      []SGE
+	mrs      []*MR
+	inline   []byte
+	length   uint32
+	state    wqeState
+	status   WCStatus
+	firstPSN bth.PSN
+	lastPSN  bth.PSN
+	// offset is the next byte to send (SEND/WRITE) or where the READ
+	// request asks the responder to start (after a partial retry).
+	offset      uint32
+	validated   bool
+	hasRdAtomic bool
+}
+
+type recvWQE struct {
+	id     uint64
+	sge    []SGE
+	mrs    []*MR
+	length uint32
+}
+
+// sendQueue is the send WQE ring: the completer retires at head, the
+// requester works at next, PostSend fills at tail.
+type sendQueue struct {
+	wqes             []sendWQE
+	mask             uint32
+	head, next, tail uint32
+	size             uint32
+}
+
+func (s *sendQueue) at(i uint32) *sendWQE { return &s.wqes[i&s.mask] }
+
+type recvQueue struct {
+	wqes       []recvWQE
+	mask       uint32
+	head, tail uint32
+	size       uint32
+}
+
+func ringSize(n int) int {
+	size := 1
+	for size < n {
+		size <<= 1
+	}
+	return size
+}
+
+// QP is a reliable-connected queue pair. Its methods must be called by the
+// engine's owner, like the Engine's.
+type QP struct {
+	e      *Engine
+	qpn    uint32
+	cfg    QPConfig
+	state  QPState
+	attr   Attr
+	mtu    int
+	pkey   uint16
+	sport  uint16
+	sq     sendQueue
+	rq     recvQueue
+	req    requester
+	comp   completer
+	resp   responder
+	retrans timer
+	rnr     timer
+	queued  bool
+	// Counters count this QP's traffic and events.
+	Counters Counters
+}
+
+// QPN returns the QP number.
+func (q *QP) QPN() uint32 { return q.qpn }
+
+// State returns the QP's state.
+func (q *QP) State() QPState { return q.state }
+
+// Attr returns the QP's attributes.
+func (q *QP) Attr() Attr { a := q.attr; a.State = q.state; return a }
+
+// Config returns the QP's capacities.
+func (q *QP) Config() QPConfig { return q.cfg }
+
+// PostSend queues a send work request. It returns ErrBadState unless the QP
+// is in RTS, SQD, SQE or ERR (where the WR completes flushed), ErrQueueFull
+// when MaxSendWR WRs are outstanding, and ErrBadWR for a malformed WR.
+func (q *QP) PostSend(wr *SendWR) error {
+	if !q.state.CanPostSend() {
+		return fmt.Errorf("post send on QP %d: %w: %s", q.qpn, ErrBadState, q.state)
+	}
+	s := &q.sq
+	if s.tail-s.head >= s.size {
+		return fmt.Errorf("post send on QP %d: %w", q.qpn, ErrQueueFull)
+	}
+	if !wr.Opcode.valid() {
+		return fmt.Errorf("post send: %w: opcode %d", ErrBadWR, wr.Opcode)
+	}
+	inline := wr.Flags&FlagInline != 0
+	if len(wr.SGL) > cap(s.wqes[0].sge) && !inline {
+		return fmt.Errorf("post send: %w: %d SGEs, max %d", ErrBadWR, len(wr.SGL), cap(s.wqes[0].sge))
+	}
+	if inline && (wr.Opcode.isReadAtomic() || len(wr.InlineData) > q.cfg.MaxInline) {
+		return fmt.Errorf("post send: %w: inline data of %d bytes (max %d) on %s", ErrBadWR, len(wr.InlineData), q.cfg.MaxInline, wr.Opcode)
+	}
+	w := s.at(s.tail)
+	w.wr = *wr
+	w.wr.SGL, w.wr.InlineData = nil, nil
+	if q.cfg.SignalAll {
+		w.wr.Flags |= FlagSignaled
+	}
+	w.sge = w.sge[:0]
+	w.inline = w.inline[:0]
+	var length uint64
+	if inline {
+		w.inline = append(w.inline, wr.InlineData...)
+		length = uint64(len(wr.InlineData))
+	} else {
+		w.sge = append(w.sge, wr.SGL...)
+		for _, g := range wr.SGL {
+			length += uint64(g.Length)
+		}
+	}
+	if length > 1<<31 {
+		length = 1<<31 + 1 // fails with a local length error when started
+	}
+	w.length = uint32(length)
+	w.state, w.status = wqePosted, WCSuccess
+	w.offset, w.validated, w.hasRdAtomic = 0, false, false
+	s.tail++
+	q.Counters.PostedSends++
+	if q.state == StateErr {
+		q.flush()
+		return nil
+	}
+	q.e.kick(q)
+	return nil
+}
+
+// PostRecv queues a receive work request. It returns ErrBadState in RESET,
+// ErrQueueFull when MaxRecvWR WRs are outstanding and ErrBadWR for too many
+// SGEs.
+func (q *QP) PostRecv(wr *RecvWR) error {
+	if !q.state.CanPostRecv() {
+		return fmt.Errorf("post recv on QP %d: %w: %s", q.qpn, ErrBadState, q.state)
+	}
+	r := &q.rq
+	if r.tail-r.head >= r.size {
+		return fmt.Errorf("post recv on QP %d: %w", q.qpn, ErrQueueFull)
+	}
+	w := &r.wqes[r.tail&r.mask]
+	if len(wr.SGL) > cap(w.sge) {
+		return fmt.Errorf("post recv: %w: %d SGEs, max %d", ErrBadWR, len(wr.SGL), cap(w.sge))
+	}
+	w.id = wr.ID
+	w.sge = append(w.sge[:0], wr.SGL...)
+	var length uint64
+	for _, g := range wr.SGL {
+		length += uint64(g.Length)
+	}
+	if length > 1<<31 {
+		length = 1 << 31
+	}
+	w.length = uint32(length)
+	w.mrs = w.mrs[:0]
+	r.tail++
+	if q.state == StateErr {
+		q.flush()
+	}
+	return nil
+}
+
+// Modify changes the QP's attributes and state (ibv_modify_qp), with the
+// checks of IBA 11.2.4.2: ErrBadTransition for a transition the spec does
+// not allow, ErrMissingAttr for a required attribute missing, ErrBadAttr
+// for a value out of range.
+func (q *QP) Modify(now time.Time, a *Attr, mask AttrMask) error {
+	if err := checkModify(q.state, a, mask); err != nil {
+		return fmt.Errorf("modify QP %d: %w", q.qpn, err)
+	}
+	next := q.state
+	if mask&AttrState != 0 {
+		next = a.State
+	}
+	if mask&AttrAccessFlags != 0 {
+		q.attr.AccessFlags = a.AccessFlags
+	}
+	if mask&AttrAV != 0 {
+		q.attr.DestAddr, q.attr.HopLimit, q.attr.TrafficClass = a.DestAddr, a.HopLimit, a.TrafficClass
+	}
+	if mask&AttrPKeyIndex != 0 || q.pkey == 0 {
+		q.pkey = a.PKey
+		if q.pkey == 0 {
+			q.pkey = 0xffff
+		}
+		q.attr.PKey = q.pkey
+	}
+	if mask&AttrPathMTU != 0 {
+		q.attr.PathMTU, q.mtu = a.PathMTU, a.PathMTU
+	}
+	if mask&AttrDestQPN != 0 {
+		q.attr.DestQPN = a.DestQPN
+		q.sport = bth.SrcPortForFlow(bth.FlowLabel(q.qpn, a.DestQPN))
+	}
+	if mask&AttrRQPSN != 0 {
+		q.attr.RQPSN = a.RQPSN
+		q.resp.psn = bth.PSN(a.RQPSN)
+		q.resp.ackPSN = q.resp.psn
+	}
+	if mask&AttrSQPSN != 0 {
+		q.attr.SQPSN = a.SQPSN
+		q.req.psn = bth.PSN(a.SQPSN)
+		q.req.highPSN = q.req.psn
+		q.comp.psn = q.req.psn
+	}
+	if mask&AttrTimeout != 0 {
+		q.attr.Timeout = a.Timeout
+	}
+	if mask&AttrRetryCnt != 0 {
+		q.attr.RetryCnt = a.RetryCnt
+		q.comp.retryCnt = a.RetryCnt
+	}
+	if mask&AttrRNRRetry != 0 {
+		q.attr.RNRRetry = a.RNRRetry
+		q.comp.rnrRetry = a.RNRRetry
+	}
+	if mask&AttrMinRNRTimer != 0 {
+		q.attr.MinRNRTimer = a.MinRNRTimer
+	}
+	if mask&AttrMaxQPRdAtomic != 0 {
+		// Credits in use stay in use.
+		q.req.rdAtomic += int(a.MaxRdAtomic) - int(q.attr.MaxRdAtomic)
+		q.attr.MaxRdAtomic = a.MaxRdAtomic
+	}
+	if mask&AttrMaxDestRdAtomic != 0 {
+		q.attr.MaxDestRdAtomic = a.MaxDestRdAtomic
+		q.resp.res = make([]resource, a.MaxDestRdAtomic)
+		q.resp.resNext = 0
+	}
+	prev := q.state
+	q.state = next
+	switch {
+	case next == StateReset && prev != StateReset:
+		q.reset()
+	case next == StateErr && prev != StateErr:
+		q.toError(now)
+	case next == StateRTS:
+		q.e.kick(q)
+	case next == StateSQD:
+		q.e.kick(q)
+	}
+	return nil
+}
+
+// reset empties the queues without completions (IBA 10.3.1: RESET).
+func (q *QP) reset() {
+	q.e.stopTimer(&q.retrans)
+	q.e.stopTimer(&q.rnr)
+	q.sq.head, q.sq.next, q.sq.tail = 0, 0, 0
+	q.rq.head, q.rq.tail = 0, 0
+	res := q.resp.res
+	clear(res)
+	q.req, q.comp, q.resp = requester{}, completer{}, responder{res: res[:0]}
+	q.resp.opcode = opNone
+	q.comp.opcode = opNone
+	q.attr = Attr{}
+	q.pkey, q.mtu = 0, 0
+}
+
+// toError moves the QP to ERR and flushes every outstanding WR (IBA
+// 10.3.1: all WRs complete with a flush error).
+func (q *QP) toError(now time.Time) {
+	q.state = StateErr
+	q.e.stopTimer(&q.retrans)
+	q.e.stopTimer(&q.rnr)
+	q.req.needRetry, q.req.waitRNR = false, false
+	q.flush()
+}
+
+// fail gives a send WQE an error status and moves the QP to ERR, as rxe's
+// COMPST_ERROR and requester error paths do: the WQE completes with its
+// status, every other outstanding WQE with a flush error, in order.
+func (q *QP) fail(now time.Time, w *sendWQE, st WCStatus) {
+	w.status = st
+	q.toError(now)
+}
+
+// flush completes every outstanding WR with WCWRFlushErr.
+func (q *QP) flush() {
+	for q.sq.head != q.sq.tail {
+		w := q.sq.at(q.sq.head)
+		if w.status == WCSuccess {
+			w.status = WCWRFlushErr
+		}
+		q.completeSend(w)
+	}
+	q.sq.next = q.sq.head
+	if q.resp.haveWQE {
+		q.resp.haveWQE = false
+		q.completeRecv(WCWRFlushErr, WCRecv, 0, 0, 0)
+	}
+	for q.rq.head != q.rq.tail {
+		q.completeRecv(WCWRFlushErr, WCRecv, 0, 0, 0)
+	}
+}
+
+// completeSend retires the WQE at the head of the send queue, writing a
+// completion if it is signaled or failed (rxe's do_complete).
+func (q *QP) completeSend(w *sendWQE) {
+	if w.hasRdAtomic {
+		w.hasRdAtomic = false
+		q.req.rdAtomic++
+	}
+	if w.wr.Flags&FlagSignaled != 0 || w.status != WCSuccess {
+		wc := Completion{
+			WRID:    w.wr.ID,
+			Status:  w.status,
+			Opcode:  wcOpcodeOf[w.wr.Opcode],
+			ByteLen: w.length,
+			QPN:     q.qpn,
+		}
+		if w.status != WCSuccess {
+			wc.ByteLen = 0
+		}
+		q.cfg.SendCQ.push(&wc)
+	}
+	if w.status == WCSuccess {
+		q.Counters.CompletedSends++
+	}
+	if q.sq.next == q.sq.head {
+		q.sq.next++
+	}
+	q.sq.head++
+}
+
+// completeRecv retires the receive WQE at the head of the receive queue.
+func (q *QP) completeRecv(st WCStatus, op WCOpcode, byteLen, imm uint32, flags WCFlags) {
+	r := &q.rq
+	w := &r.wqes[r.head&r.mask]
+	wc := Completion{
+		WRID:    w.id,
+		Status:  st,
+		Opcode:  op,
+		Flags:   flags,
+		ByteLen: byteLen,
+		Imm:     imm,
+		QPN:     q.qpn,
+		SrcQP:   q.attr.DestQPN,
+	}
+	r.head++
+	if st == WCSuccess {
+		q.Counters.CompletedRecvs++
+	}
+	q.cfg.RecvCQ.push(&wc)
+}
+
+// timeoutDur is the local ACK timeout: 4.096 µs × 2^Timeout, 0 when the
+// timer is disabled (IBA 11.2.4.2).
+func (q *QP) timeoutDur() time.Duration {
+	if q.attr.Timeout == 0 {
+		return 0
+	}
+	return time.Duration(4096<<q.attr.Timeout) * time.Nanosecond
+}
+
+func durationUS(us float64) time.Duration { return time.Duration(us * float64(time.Microsecond)) }

@@ -1,0 +1,330 @@
+package qp
+
+import (
+	"github.com/uroce/uroce/bth"
+)
+
+// requester is the send side's packet generator state (rxe's qp->req).
+type requester struct {
+	psn       bth.PSN // next PSN to send
+	highPSN   bth.PSN // one past the highest PSN ever sent, to count retransmits
+	noackPkts int     // packets since the last AckReq
+	needRetry bool    // the completer asked for go-back-N from comp.psn
+	waitRNR   bool    // an RNR NAK timer is running
+	rdAtomic  int     // free READ/atomic credits (max_rd_atomic)
+}
+
+// reqState is a step of the requester (rxe's rxe_requester, written as a
+// state machine).
+type reqState uint8
+
+const (
+	reqGetWQE      reqState = iota // pick the WQE at sq.next
+	reqStartWQE                    // a WQE not yet started: fence, drain, credits, keys
+	reqCheckWindow                 // room in the PSN window and the budget
+	reqSendPacket                  // build and send one packet
+	reqError                       // a local error: fail the WQE, QP to ERR
+)
+
+// runRequester sends packets for q, at most budget of them. It reports
+// whether it stopped with work left (budget, no buffers), so the caller
+// should run it again; a requester blocked on an ACK, a credit or a timer is
+// kicked by whoever unblocks it.
+func (e *Engine) runRequester(q *QP, budget int) bool {
+	if !q.state.sends() {
+		return false
+	}
+	if q.req.needRetry && !q.req.waitRNR {
+		q.retry()
+	}
+	var w *sendWQE
+	state := reqGetWQE
+	for {
+		switch state {
+		case reqGetWQE:
+			if q.req.waitRNR || q.sq.next == q.sq.tail {
+				return false
+			}
+			w = q.sq.at(q.sq.next)
+			state = reqCheckWindow
+			if w.state == wqePosted {
+				state = reqStartWQE
+			}
+
+		case reqStartWQE:
+			// IBA 10.3.1: in SQD the send queue finishes the WQE in
+			// progress and starts no other.
+			if q.state == StateSQD {
+				return false
+			}
+			// IBV_SEND_FENCE: rxe waits for every earlier WQE to
+			// complete, which covers IBA's READ/atomic fence (C10-?).
+			if w.wr.Flags&FlagFence != 0 && q.sq.next != q.sq.head {
+				return false
+			}
+			// IBA 9.5.2: at most max_rd_atomic READ/atomic outstanding.
+			if w.wr.Opcode.isReadAtomic() && !w.hasRdAtomic {
+				if q.req.rdAtomic <= 0 {
+					return false
+				}
+				q.req.rdAtomic--
+				w.hasRdAtomic = true
+			}
+			if !w.validated {
+				if st := e.validateSendWQE(q, w); st != WCSuccess {
+					w.status = st
+					state = reqError
+					continue
+				}
+				w.validated = true
+			}
+			w.firstPSN = q.req.psn
+			w.lastPSN = w.firstPSN.Add(w.npkts(q.mtu) - 1)
+			w.offset = 0
+			w.state = wqeProcessing
+			state = reqCheckWindow
+
+		case reqCheckWindow:
+			if q.req.psn.Diff(q.comp.psn) >= maxUnackedPSNs {
+				return false // the completer kicks us when ACKs arrive
+			}
+			if budget == 0 {
+				return true
+			}
+			state = reqSendPacket
+
+		case reqSendPacket:
+			if !e.sendRequest(q, w) {
+				return true // no buffer: try again next turn
+			}
+			budget--
+			state = reqCheckWindow
+			if w.state == wqePending {
+				q.sq.next++
+				state = reqGetWQE
+			}
+
+		case reqError:
+			q.fail(e.now, w, w.status)
+			return false
+		}
+	}
+}
+
+// npkts returns how many PSNs the WQE uses: its packets, or for a READ the
+// packets of its response (IBA 9.7.1).
+func (w *sendWQE) npkts(mtu int) int {
+	if w.wr.Opcode.isAtomic() || w.length == 0 {
+		return 1
+	}
+	return int((uint64(w.length) + uint64(mtu) - 1) / uint64(mtu))
+}
+
+// validateSendWQE resolves the local keys of a WQE before its first packet,
+// as rxe's requester does when it first touches the data: an unknown key,
+// another PD, a range outside the region or, for READ and atomic results,
+// a region without local write is a local protection error; a message over
+// 2^31 bytes or an atomic buffer of other than 8 bytes a local length error.
+func (e *Engine) validateSendWQE(q *QP, w *sendWQE) WCStatus {
+	if w.length > 1<<31 {
+		return WCLocLenErr
+	}
+	if w.wr.Opcode.isAtomic() && w.length != 8 {
+		return WCLocLenErr
+	}
+	w.mrs = w.mrs[:0]
+	if w.wr.Flags&FlagInline != 0 {
+		return WCSuccess
+	}
+	var need Access
+	if w.wr.Opcode.isReadAtomic() {
+		need = AccessLocalWrite
+	}
+	for _, g := range w.sge {
+		if g.Length == 0 {
+			w.mrs = append(w.mrs, nil)
+			continue
+		}
+		m := e.MRs.Lookup(g.LKey, q.cfg.PD, need)
+		if m == nil {
+			return WCLocProtErr
+		}
+		if _, ok := m.slice(g.Addr, uint64(g.Length)); !ok {
+			return WCLocProtErr
+		}
+		w.mrs = append(w.mrs, m)
+	}
+	return WCSuccess
+}
+
+// nextOpcode returns the opcode of a SEND or WRITE packet by its place in
+// the message (IBA 9.4: FIRST, MIDDLE, LAST, ONLY; immediate data on the
+// last).
+func nextOpcode(op WROpcode, first, last bool) bth.Opcode {
+	switch op {
+	case WRSend, WRSendWithImm:
+		switch {
+		case first && last:
+			if op == WRSendWithImm {
+				return bth.RCSendOnlyImm
+			}
+			return bth.RCSendOnly
+		case first:
+			return bth.RCSendFirst
+		case last:
+			if op == WRSendWithImm {
+				return bth.RCSendLastImm
+			}
+			return bth.RCSendLast
+		}
+		return bth.RCSendMiddle
+	case WRWrite, WRWriteWithImm:
+		switch {
+		case first && last:
+			if op == WRWriteWithImm {
+				return bth.RCWriteOnlyImm
+			}
+			return bth.RCWriteOnly
+		case first:
+			return bth.RCWriteFirst
+		case last:
+			if op == WRWriteWithImm {
+				return bth.RCWriteLastImm
+			}
+			return bth.RCWriteLast
+		}
+		return bth.RCWriteMiddle
+	case WRRead:
+		return bth.RCReadRequest
+	case WRCompareSwap:
+		return bth.RCCompareSwap
+	case WRFetchAdd:
+		return bth.RCFetchAdd
+	}
+	return 0xff
+}
+
+// sendRequest builds and sends the next packet of w. It reports false
+// when no buffer was free.
+func (e *Engine) sendRequest(q *QP, w *sendWQE) bool {
+	psn := q.req.psn
+	mtu := uint32(q.mtu)
+	op := w.wr.Opcode
+	bf := bth.BTHFields{PSN: psn}
+	pf := &e.pf
+	var payload uint32
+	var last bool
+	switch {
+	case op == WRRead:
+		// A retry of a partly answered READ asks for the rest only
+		// (rxe's req_retry advances the iova by the PSNs received).
+		bf.Opcode = bth.RCReadRequest
+		pf.RETH = bth.RETHFields{VA: w.wr.RemoteAddr + uint64(w.offset), RKey: w.wr.RKey, DMALen: w.length - w.offset}
+		last = true
+	case op.isAtomic():
+		bf.Opcode = nextOpcode(op, true, true)
+		pf.AtomicETH = bth.AtomicETHFields{VA: w.wr.RemoteAddr, RKey: w.wr.RKey, SwapAdd: w.wr.CompareAdd}
+		if op == WRCompareSwap {
+			pf.AtomicETH.SwapAdd, pf.AtomicETH.Compare = w.wr.Swap, w.wr.CompareAdd
+		}
+		last = true
+	default:
+		first := w.offset == 0
+		rem := w.length - w.offset
+		last = rem <= mtu
+		payload = min(rem, mtu)
+		bf.Opcode = nextOpcode(op, first, last)
+		if first && op.isWrite() {
+			pf.RETH = bth.RETHFields{VA: w.wr.RemoteAddr, RKey: w.wr.RKey, DMALen: w.length}
+		}
+		if last && op.hasImm() {
+			pf.ImmDt = w.wr.Imm
+		}
+		bf.SE = last && w.wr.Flags&FlagSolicited != 0
+	}
+	// rxe sets AckReq on the last packet of a message and on every
+	// RXE_MAX_PKT_PER_ACK-th packet within one.
+	q.req.noackPkts++
+	bf.AckReq = last || q.req.noackPkts > maxPktPerAck
+	if bf.AckReq {
+		q.req.noackPkts = 0
+	}
+	lp, dst := e.newPacket(q, &bf, int(payload), false)
+	if lp == nil {
+		q.req.noackPkts--
+		return false
+	}
+	if payload > 0 {
+		gather(dst, w, w.offset)
+	}
+	if psn.Before(q.req.highPSN) {
+		q.Counters.Retransmits++
+	}
+	switch {
+	case op == WRRead:
+		q.req.psn = w.lastPSN.Next()
+	default:
+		q.req.psn = psn.Next()
+		w.offset += payload
+	}
+	if !q.req.psn.Before(q.req.highPSN) {
+		q.req.highPSN = q.req.psn
+	}
+	if last {
+		w.state = wqePending
+	} else {
+		w.state = wqeProcessing
+	}
+	if q.retrans.idx < 0 {
+		if d := q.timeoutDur(); d > 0 {
+			e.setTimer(&q.retrans, e.now.Add(d))
+		}
+	}
+	return true
+}
+
+// gather copies the WQE's data from byte off on into dst.
+func gather(dst []byte, w *sendWQE, off uint32) {
+	if w.wr.Flags&FlagInline != 0 {
+		copy(dst, w.inline[off:])
+		return
+	}
+	for i, g := range w.sge {
+		if len(dst) == 0 {
+			return
+		}
+		if off >= g.Length {
+			off -= g.Length
+			continue
+		}
+		src, _ := w.mrs[i].slice(g.Addr+uint64(off), uint64(g.Length-off))
+		n := copy(dst, src)
+		dst = dst[n:]
+		off = 0
+	}
+}
+
+// retry rewinds the send queue for go-back-N from comp.psn (rxe's
+// req_retry): the oldest WQE resumes at the first unacknowledged packet,
+// later ones start again with the same PSNs.
+func (q *QP) retry() {
+	q.req.needRetry = false
+	q.req.psn = q.comp.psn
+	q.req.noackPkts = 0
+	stop := q.sq.next
+	q.sq.next = q.sq.head
+	for i := q.sq.head; i != stop; i++ {
+		w := q.sq.at(i)
+		if w.state == wqePosted {
+			break
+		}
+		if i == q.sq.head {
+			if d := q.comp.psn.Diff(w.firstPSN); d > 0 && !q.comp.psn.After(w.lastPSN) {
+				w.state = wqeProcessing
+				w.offset = uint32(d) * uint32(q.mtu)
+				continue
+			}
+		}
+		w.state = wqePosted
+	}
+}

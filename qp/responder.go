@@ -1,0 +1,542 @@
+package qp
+
+import (
+	"encoding/binary"
+
+	"github.com/uroce/uroce/bth"
+)
+
+// responder is the receive side's state (rxe's qp->resp).
+type responder struct {
+	psn    bth.PSN // next request PSN expected (ePSN)
+	ackPSN bth.PSN // one past the last SEND/WRITE packet executed
+	msn    uint32  // messages completed (IBA 9.7.7.1)
+	opcode bth.Opcode
+	// sentPSNNAK: a sequence NAK went out; no other until the expected
+	// PSN arrives (IBA 9.7.5.1.4, rxe's sent_psn_nak).
+	sentPSNNAK bool
+	// haveWQE: the receive WQE at rq.head is being filled by a SEND.
+	haveWQE bool
+	offset  uint32
+	// The RDMA WRITE in progress.
+	va     uint64
+	rkey   uint32
+	resid  uint32
+	length uint32
+	mr     *MR
+	// res are the READ/atomic responder resources (max_dest_rd_atomic),
+	// recycled oldest first, to answer duplicates (IBA 9.7.5.1.3).
+	res     []resource
+	resNext int
+	// A class C error being reported: the NAK syndrome and the status of
+	// the receive WQE in progress.
+	syndrome bth.Syndrome
+	status   WCStatus
+}
+
+type resKind uint8
+
+const (
+	resNone resKind = iota
+	resRead
+	resAtomic
+)
+
+type resource struct {
+	kind              resKind
+	firstPSN, lastPSN bth.PSN
+	va                uint64
+	rkey              uint32
+	length            uint32
+	orig              uint64 // an atomic's result, replayed, never recomputed
+}
+
+// respState is a step of the responder (rxe's enum resp_states), in the
+// order rxe checks a request.
+type respState uint8
+
+const (
+	respCheckPSN respState = iota
+	respCheckOpSeq
+	respCheckOpValid
+	respCheckResource
+	respCheckLength
+	respCheckRKey
+	respExecute
+	respComplete
+	respAcknowledge
+	respDuplicate
+	respErrPSNOutOfSeq // class B: NAK sequence error, drop
+	respErrRNR         // no receive WQE: RNR NAK, drop
+	respErrClassC      // invalid request or access error: NAK, QP to ERR
+	respDone
+)
+
+// respond processes one request packet (rxe's rxe_responder).
+func (e *Engine) respond(q *QP, p *bth.Packet) {
+	r := &q.resp
+	h := p.BTH()
+	psn := h.PSN()
+	op := p.Opcode()
+	info := p.Info()
+	state := respCheckPSN
+	for {
+		switch state {
+		case respCheckPSN:
+			switch d := psn.Compare(r.psn); {
+			case d > 0:
+				if r.sentPSNNAK {
+					q.Counters.Dropped++
+					return
+				}
+				r.sentPSNNAK = true
+				state = respErrPSNOutOfSeq
+			case d < 0:
+				state = respDuplicate
+			default:
+				r.sentPSNNAK = false
+				state = respCheckOpSeq
+			}
+
+		case respCheckOpSeq:
+			state = respCheckOpValid
+			if !opSeqOK(r.opcode, op) {
+				// Missing FIRST or LAST: IBA 9.9.3.1.2 class C.
+				state = e.classC(q, bth.NAKInvalidRequest, WCRemInvReqErr)
+			}
+
+		case respCheckOpValid:
+			state = respCheckResource
+			a := q.attr.AccessFlags
+			switch {
+			case info.Mask&bth.Read != 0 && a&AccessRemoteRead == 0,
+				info.Mask&bth.Write != 0 && a&AccessRemoteWrite == 0,
+				info.Mask&bth.Atomic != 0 && a&AccessRemoteAtomic == 0,
+				// Not implemented here: SEND with invalidate,
+				// FLUSH, ATOMIC WRITE.
+				info.Mask&(bth.HasIETH|bth.Flush|bth.AtomicWrite) != 0:
+				// rxe answers a disabled operation with an
+				// invalid request NAK (RESPST_ERR_UNSUPPORTED_OPCODE).
+				state = e.classC(q, bth.NAKInvalidRequest, WCRemInvReqErr)
+			}
+
+		case respCheckResource:
+			state = respCheckLength
+			if info.Mask&(bth.Read|bth.Atomic) != 0 && len(r.res) == 0 {
+				state = e.classC(q, bth.NAKInvalidRequest, WCRemInvReqErr)
+			} else if info.Mask&bth.ConsumesRecv != 0 && !r.haveWQE {
+				if q.rq.head == q.rq.tail {
+					state = respErrRNR
+					continue
+				}
+				r.haveWQE = true
+				r.offset = 0
+				q.rq.wqes[q.rq.head&q.rq.mask].mrs = q.rq.wqes[q.rq.head&q.rq.mask].mrs[:0]
+			}
+
+		case respCheckLength:
+			state = e.checkLength(q, p, info)
+
+		case respCheckRKey:
+			state = e.checkRKey(q, p, info)
+
+		case respExecute:
+			state = e.execute(q, p, info, psn)
+
+		case respComplete:
+			if r.haveWQE {
+				r.haveWQE = false
+				wc, imm, flags := WCRecv, uint32(0), WCFlags(0)
+				if info.Mask&bth.HasImmDt != 0 {
+					imm, flags = p.ImmDt().Imm(), WCWithImm
+				}
+				n := r.offset
+				if info.Mask&bth.Write != 0 {
+					wc, n = WCRecvRDMAWithImm, r.length
+				}
+				q.completeRecv(r.status, wc, n, imm, flags)
+			}
+			state = respAcknowledge
+			if r.status != WCSuccess {
+				state = respErrClassC
+			}
+
+		case respAcknowledge:
+			if h.AckReq() {
+				e.sendAck(q, bth.ACK(bth.CreditsInvalid), psn)
+			}
+			return
+
+		case respDuplicate:
+			q.Counters.DupRequests++
+			e.duplicate(q, p, info, psn)
+			return
+
+		case respErrPSNOutOfSeq:
+			q.Counters.SeqNAKsSent++
+			e.sendAck(q, bth.NAK(bth.NAKPSNSequenceError), r.psn)
+			return
+
+		case respErrRNR:
+			q.Counters.RNRNAKsSent++
+			e.sendAck(q, bth.RNRNAK(q.attr.MinRNRTimer), psn)
+			return
+
+		case respErrClassC:
+			q.Counters.ErrNAKsSent++
+			e.sendAck(q, r.syndrome, psn)
+			q.toError(e.now)
+			return
+
+		case respDone:
+			return
+		}
+	}
+}
+
+// opSeqOK checks a request's opcode against the last one of the message in
+// progress (rxe's check_op_seq).
+func opSeqOK(prev, op bth.Opcode) bool {
+	switch prev {
+	case bth.RCSendFirst, bth.RCSendMiddle:
+		switch op {
+		case bth.RCSendMiddle, bth.RCSendLast, bth.RCSendLastImm, bth.RCSendLastInvalidate:
+			return true
+		}
+		return false
+	case bth.RCWriteFirst, bth.RCWriteMiddle:
+		switch op {
+		case bth.RCWriteMiddle, bth.RCWriteLast, bth.RCWriteLastImm:
+			return true
+		}
+		return false
+	}
+	return op.Has(bth.First) || !op.Has(bth.Send) && !op.Has(bth.Write)
+}
+
+// classC records a class C error (IBA 9.9.3.1.2): the request is NAKed with
+// code c, the receive WQE in progress completes with st, the QP goes to ERR.
+func (e *Engine) classC(q *QP, c bth.NAKCode, st WCStatus) respState {
+	q.resp.syndrome = bth.NAK(c)
+	q.resp.status = st
+	return respComplete
+}
+
+// checkLength checks payload sizes against the path MTU (IBA C9-92, rxe's
+// check_length) and the DMA length (C9-94).
+func (e *Engine) checkLength(q *QP, p *bth.Packet, info *bth.OpcodeInfo) respState {
+	mtu := q.mtu
+	n := len(p.Payload())
+	if info.Mask&bth.HasPayload != 0 {
+		first, last := info.Mask&bth.First != 0, info.Mask&bth.Last != 0
+		switch {
+		case first && last:
+			if n > mtu {
+				return e.classC(q, bth.NAKInvalidRequest, WCRemInvReqErr)
+			}
+		case first || info.Mask&bth.Middle != 0:
+			if n != mtu {
+				return e.classC(q, bth.NAKInvalidRequest, WCRemInvReqErr)
+			}
+		case last:
+			if n == 0 || n > mtu {
+				return e.classC(q, bth.NAKInvalidRequest, WCRemInvReqErr)
+			}
+		}
+	}
+	if info.Mask&bth.HasRETH != 0 && p.RETH().DMALen() > 1<<31 {
+		return e.classC(q, bth.NAKInvalidRequest, WCRemInvReqErr)
+	}
+	if info.Mask&(bth.Read|bth.Write|bth.Atomic) != 0 {
+		return respCheckRKey
+	}
+	return respExecute
+}
+
+// checkRKey resolves the R_Key and checks the range and access of an RDMA
+// or atomic request (rxe's check_rkey): a bad key, range or permission is
+// a remote access error (class C).
+func (e *Engine) checkRKey(q *QP, p *bth.Packet, info *bth.OpcodeInfo) respState {
+	r := &q.resp
+	var need Access
+	switch {
+	case info.Mask&(bth.Read|bth.Write) != 0:
+		if info.Mask&bth.HasRETH != 0 {
+			reth := p.RETH()
+			r.va, r.rkey, r.resid, r.length = reth.VA(), reth.RKey(), reth.DMALen(), reth.DMALen()
+			r.mr = nil
+		}
+		need = AccessRemoteWrite
+		if info.Mask&bth.Read != 0 {
+			need = AccessRemoteRead
+		}
+	default:
+		a := p.AtomicETH()
+		r.va, r.rkey, r.resid, r.length = a.VA(), a.RKey(), 8, 8
+		r.mr = nil
+		// IBA 9.4.5: the target must be 8-byte aligned; rxe NAKs a
+		// misaligned atomic as an invalid request.
+		if r.va&7 != 0 {
+			return e.classC(q, bth.NAKInvalidRequest, WCRemInvReqErr)
+		}
+		need = AccessRemoteAtomic
+	}
+	n := len(p.Payload())
+	// A zero-length READ or WRITE need not carry a valid address or key
+	// (C9-88).
+	if info.Mask&(bth.Read|bth.Write) != 0 && r.length == 0 {
+		if n != 0 {
+			return e.classC(q, bth.NAKInvalidRequest, WCRemInvReqErr)
+		}
+		r.mr = nil
+		return respExecute
+	}
+	if r.mr == nil {
+		r.mr = e.MRs.Lookup(r.rkey, q.cfg.PD, need)
+		if r.mr == nil {
+			return e.classC(q, bth.NAKRemoteAccessError, WCRemAccessErr)
+		}
+	}
+	if _, ok := r.mr.slice(r.va, uint64(r.resid)); !ok {
+		return e.classC(q, bth.NAKRemoteAccessError, WCRemAccessErr)
+	}
+	if info.Mask&bth.Write != 0 {
+		pad := p.PadCnt()
+		if r.resid > uint32(q.mtu) {
+			if n != q.mtu || pad != 0 {
+				return e.classC(q, bth.NAKInvalidRequest, WCRemInvReqErr)
+			}
+		} else if uint32(n) != r.resid || pad != int(-r.resid&3) {
+			return e.classC(q, bth.NAKInvalidRequest, WCRemInvReqErr)
+		}
+	}
+	return respExecute
+}
+
+// execute carries out a request that passed every check.
+func (e *Engine) execute(q *QP, p *bth.Packet, info *bth.OpcodeInfo, psn bth.PSN) respState {
+	r := &q.resp
+	data := p.Payload()
+	switch {
+	case info.Mask&bth.Send != 0:
+		w := &q.rq.wqes[q.rq.head&q.rq.mask]
+		if uint64(r.offset)+uint64(len(data)) > uint64(w.length) {
+			// The message overruns the receive buffers: the
+			// receiver sees a local length error, the sender an
+			// invalid request (IBA 9.9.3.1.2, rxe's ERR_LENGTH).
+			return e.classC(q, bth.NAKInvalidRequest, WCLocLenErr)
+		}
+		if !e.scatterRecv(q, w, r.offset, data) {
+			// A bad local key in the receive WQE: a local error,
+			// NAKed as a remote operational error (IBA class E).
+			return e.classC(q, bth.NAKRemoteOperationalError, WCLocProtErr)
+		}
+		r.offset += uint32(len(data))
+	case info.Mask&bth.Write != 0:
+		if len(data) > 0 {
+			dst, _ := r.mr.slice(r.va, uint64(len(data)))
+			copy(dst, data)
+			r.va += uint64(len(data))
+			r.resid -= uint32(len(data))
+		}
+	case info.Mask&bth.Read != 0:
+		// IBA C9-148: the MSN counts a READ when it is accepted.
+		r.msn++
+		res := r.newResource()
+		npkts := 1
+		if r.length > 0 {
+			npkts = int((uint64(r.length) + uint64(q.mtu) - 1) / uint64(q.mtu))
+		}
+		*res = resource{kind: resRead, firstPSN: psn, lastPSN: psn.Add(npkts - 1), va: r.va, rkey: r.rkey, length: r.length}
+		r.psn = psn.Add(npkts)
+		r.opcode = opNone
+		e.readReply(q, res, psn, r.va, r.length)
+		return respDone
+	case info.Mask&bth.Atomic != 0:
+		dst, _ := r.mr.slice(r.va, 8)
+		// Target memory holds host-order values, as verbs atomics
+		// see them; only the wire is big-endian.
+		orig := binary.NativeEndian.Uint64(dst)
+		a := p.AtomicETH()
+		if p.Opcode() == bth.RCCompareSwap {
+			if orig == a.Compare() {
+				binary.NativeEndian.PutUint64(dst, a.SwapAdd())
+			}
+		} else {
+			binary.NativeEndian.PutUint64(dst, orig+a.SwapAdd())
+		}
+		r.msn++
+		res := r.newResource()
+		*res = resource{kind: resAtomic, firstPSN: psn, lastPSN: psn, va: r.va, rkey: r.rkey, length: 8, orig: orig}
+		r.psn = psn.Next()
+		r.opcode = opNone
+		e.sendAtomicAck(q, psn, orig)
+		return respDone
+	}
+	r.psn = psn.Next()
+	r.ackPSN = r.psn
+	r.opcode = p.Opcode()
+	if info.Mask&bth.Last != 0 {
+		r.msn++
+		r.opcode = opNone
+	}
+	if info.Mask&bth.Completes != 0 {
+		return respComplete
+	}
+	return respAcknowledge
+}
+
+func (r *responder) newResource() *resource {
+	res := &r.res[r.resNext]
+	r.resNext++
+	if r.resNext == len(r.res) {
+		r.resNext = 0
+	}
+	return res
+}
+
+// scatterRecv copies SEND data into a receive WQE's buffers at off,
+// resolving its keys on first use. It reports false for a bad key.
+func (e *Engine) scatterRecv(q *QP, w *recvWQE, off uint32, data []byte) bool {
+	if len(w.mrs) == 0 && len(w.sge) > 0 {
+		for _, g := range w.sge {
+			var m *MR
+			if g.Length > 0 {
+				m = e.MRs.Lookup(g.LKey, q.cfg.PD, AccessLocalWrite)
+				if m == nil {
+					return false
+				}
+				if _, ok := m.slice(g.Addr, uint64(g.Length)); !ok {
+					return false
+				}
+			}
+			w.mrs = append(w.mrs, m)
+		}
+	}
+	for i, g := range w.sge {
+		if len(data) == 0 {
+			return true
+		}
+		if off >= g.Length {
+			off -= g.Length
+			continue
+		}
+		dst, _ := w.mrs[i].slice(g.Addr+uint64(off), uint64(g.Length-off))
+		n := copy(dst, data)
+		data = data[n:]
+		off = 0
+	}
+	return true
+}
+
+// readReply sends the READ response packets for [va, va+n) starting at
+// psn. The first packet of the original request is FIRST or ONLY; a replay
+// from inside it continues with MIDDLE or LAST, as rxe does, so the
+// requester's opcode sequence holds. Only FIRST, LAST and ONLY carry an
+// AETH (IBA 9.4.3). Packets that find no buffer are left to the
+// requester's retry.
+func (e *Engine) readReply(q *QP, res *resource, psn bth.PSN, va uint64, n uint32) {
+	mtu := uint32(q.mtu)
+	fresh := psn == res.firstPSN
+	var mr *MR
+	if n > 0 {
+		mr = e.MRs.Lookup(res.rkey, q.cfg.PD, AccessRemoteRead)
+		if mr == nil {
+			return // deregistered since: the requester times out
+		}
+	}
+	for {
+		size := min(n, mtu)
+		var op bth.Opcode
+		switch {
+		case fresh && n <= mtu:
+			op = bth.RCReadResponseOnly
+		case fresh:
+			op = bth.RCReadResponseFirst
+		case n <= mtu:
+			op = bth.RCReadResponseLast
+		default:
+			op = bth.RCReadResponseMiddle
+		}
+		fresh = false
+		bf := bth.BTHFields{Opcode: op, PSN: psn}
+		e.pf.AETH.Syndrome = bth.ACK(bth.CreditsInvalid)
+		e.pf.AETH.MSN = q.resp.msn & bth.QPNMask
+		lp, dst := e.newPacket(q, &bf, int(size), true)
+		if lp == nil {
+			return
+		}
+		if size > 0 {
+			src, ok := mr.slice(va, uint64(size))
+			if !ok {
+				clear(dst)
+			} else {
+				copy(dst, src)
+			}
+		}
+		psn = psn.Next()
+		va += uint64(size)
+		n -= size
+		if n == 0 {
+			return
+		}
+	}
+}
+
+// duplicate answers a request whose PSN was already executed (IBA
+// 9.7.5.1.3, rxe's duplicate_request): a SEND or WRITE is ACKed again, a
+// READ is executed again from the cached request, an atomic is answered
+// from the cached result and never executed twice.
+func (e *Engine) duplicate(q *QP, p *bth.Packet, info *bth.OpcodeInfo, psn bth.PSN) {
+	r := &q.resp
+	switch {
+	case info.Mask&(bth.Send|bth.Write) != 0:
+		// C9-105: ACK again, with the last PSN executed.
+		e.sendAck(q, bth.ACK(bth.CreditsInvalid), r.ackPSN.Add(-1))
+	case info.Mask&bth.Read != 0:
+		res := r.find(psn, resRead)
+		if res == nil {
+			return // class D: drop
+		}
+		reth := p.RETH()
+		va, n := reth.VA(), reth.DMALen()
+		// The retry must ask for the tail of the original request.
+		if reth.RKey() != res.rkey || va < res.va || n > res.length || va+uint64(n) != res.va+uint64(res.length) {
+			return
+		}
+		e.readReply(q, res, psn, va, n)
+	case info.Mask&bth.Atomic != 0:
+		res := r.find(psn, resAtomic)
+		if res == nil || res.firstPSN != psn {
+			return
+		}
+		e.sendAtomicAck(q, psn, res.orig)
+	}
+}
+
+func (r *responder) find(psn bth.PSN, kind resKind) *resource {
+	for i := range r.res {
+		res := &r.res[i]
+		if res.kind == kind && !psn.Before(res.firstPSN) && !psn.After(res.lastPSN) {
+			return res
+		}
+	}
+	return nil
+}
+
+// sendAck sends an ACKNOWLEDGE with a syndrome for psn and the current MSN.
+func (e *Engine) sendAck(q *QP, syn bth.Syndrome, psn bth.PSN) {
+	bf := bth.BTHFields{Opcode: bth.RCAcknowledge, PSN: psn}
+	e.pf.AETH.Syndrome = syn
+	e.pf.AETH.MSN = q.resp.msn & bth.QPNMask
+	e.newPacket(q, &bf, 0, true)
+}
+
+// sendAtomicAck sends an ATOMIC ACKNOWLEDGE with the original value.
+func (e *Engine) sendAtomicAck(q *QP, psn bth.PSN, orig uint64) {
+	bf := bth.BTHFields{Opcode: bth.RCAtomicAcknowledge, PSN: psn}
+	e.pf.AETH.Syndrome = bth.ACK(bth.CreditsInvalid)
+	e.pf.AETH.MSN = q.resp.msn & bth.QPNMask
+	e.pf.AtomicAckETH = orig
+	e.newPacket(q, &bf, 0, true)
+}

@@ -1,0 +1,194 @@
+package qp
+
+// SGE is one scatter/gather element (ibv_sge): Length bytes at virtual
+// address Addr of the region whose local key is LKey.
+type SGE struct {
+	Addr   uint64
+	Length uint32
+	LKey   uint32
+}
+
+// WROpcode is the operation of a send work request (ibv_wr_opcode).
+type WROpcode uint8
+
+// Send work request opcodes.
+const (
+	WRSend WROpcode = iota
+	WRSendWithImm
+	WRWrite
+	WRWriteWithImm
+	WRRead
+	WRCompareSwap
+	WRFetchAdd
+)
+
+var wrOpcodeNames = [...]string{"SEND", "SEND_WITH_IMM", "RDMA_WRITE", "RDMA_WRITE_WITH_IMM", "RDMA_READ", "ATOMIC_CMP_AND_SWP", "ATOMIC_FETCH_AND_ADD"}
+
+func (o WROpcode) String() string {
+	if int(o) < len(wrOpcodeNames) {
+		return wrOpcodeNames[o]
+	}
+	return "WR_UNKNOWN"
+}
+
+func (o WROpcode) valid() bool      { return o <= WRFetchAdd }
+func (o WROpcode) isReadAtomic() bool { return o >= WRRead }
+func (o WROpcode) isAtomic() bool   { return o >= WRCompareSwap }
+func (o WROpcode) hasImm() bool     { return o == WRSendWithImm || o == WRWriteWithImm }
+func (o WROpcode) isWrite() bool    { return o == WRWrite || o == WRWriteWithImm }
+func (o WROpcode) isSend() bool     { return o == WRSend || o == WRSendWithImm }
+
+// SendFlags modify a send work request (ibv_send_flags).
+type SendFlags uint8
+
+// Send flags.
+const (
+	// Fence: do not start this WR until every earlier one has completed
+	// (rxe waits for all, which covers IBA's READ/atomic fence).
+	FlagFence SendFlags = 1 << iota
+	// Signaled: write a completion on success (errors always complete).
+	FlagSignaled
+	// Solicited: set the solicited event bit on the last packet.
+	FlagSolicited
+	// Inline: copy the data at post time; the SGEs need no LKey.
+	FlagInline
+)
+
+// SendWR is a send work request (ibv_send_wr). For atomics CompareAdd is
+// the compare value of a compare-and-swap or the addend of a fetch-and-add,
+// and the SGL names one 8-byte buffer for the original value.
+type SendWR struct {
+	ID         uint64
+	Opcode     WROpcode
+	Flags      SendFlags
+	SGL        []SGE
+	Imm        uint32
+	RemoteAddr uint64
+	RKey       uint32
+	CompareAdd uint64
+	Swap       uint64
+	// InlineData, when FlagInline is set, is the payload itself (the
+	// Go form of inline SGEs); it is copied at post time.
+	InlineData []byte
+}
+
+// RecvWR is a receive work request (ibv_recv_wr).
+type RecvWR struct {
+	ID  uint64
+	SGL []SGE
+}
+
+// WCStatus is the status of a completion (ibv_wc_status), rdma-core values.
+type WCStatus uint8
+
+// Completion statuses.
+const (
+	WCSuccess          WCStatus = 0
+	WCLocLenErr        WCStatus = 1
+	WCLocQPOpErr       WCStatus = 2
+	WCLocProtErr       WCStatus = 4
+	WCWRFlushErr       WCStatus = 5
+	WCBadRespErr       WCStatus = 7
+	WCLocAccessErr     WCStatus = 8
+	WCRemInvReqErr     WCStatus = 9
+	WCRemAccessErr     WCStatus = 10
+	WCRemOpErr         WCStatus = 11
+	WCRetryExcErr      WCStatus = 12
+	WCRNRRetryExcErr   WCStatus = 13
+	WCFatalErr         WCStatus = 19
+	WCGeneralErr       WCStatus = 21
+)
+
+func (s WCStatus) String() string {
+	switch s {
+	case WCSuccess:
+		return "success"
+	case WCLocLenErr:
+		return "local length error"
+	case WCLocQPOpErr:
+		return "local QP operation error"
+	case WCLocProtErr:
+		return "local protection error"
+	case WCWRFlushErr:
+		return "WR flushed"
+	case WCBadRespErr:
+		return "bad response"
+	case WCLocAccessErr:
+		return "local access error"
+	case WCRemInvReqErr:
+		return "remote invalid request"
+	case WCRemAccessErr:
+		return "remote access error"
+	case WCRemOpErr:
+		return "remote operation error"
+	case WCRetryExcErr:
+		return "transport retry counter exceeded"
+	case WCRNRRetryExcErr:
+		return "RNR retry counter exceeded"
+	case WCFatalErr:
+		return "fatal error"
+	case WCGeneralErr:
+		return "general error"
+	}
+	return "unknown status"
+}
+
+// WCOpcode is what a completion completes (ibv_wc_opcode).
+type WCOpcode uint8
+
+// Completion opcodes, rdma-core values.
+const (
+	WCSend            WCOpcode = 0
+	WCWrite           WCOpcode = 1
+	WCRead            WCOpcode = 2
+	WCCompareSwap     WCOpcode = 3
+	WCFetchAdd        WCOpcode = 4
+	WCRecv            WCOpcode = 128
+	WCRecvRDMAWithImm WCOpcode = 129
+)
+
+var wcOpcodeOf = [...]WCOpcode{
+	WRSend: WCSend, WRSendWithImm: WCSend, WRWrite: WCWrite, WRWriteWithImm: WCWrite,
+	WRRead: WCRead, WRCompareSwap: WCCompareSwap, WRFetchAdd: WCFetchAdd,
+}
+
+func (o WCOpcode) String() string {
+	switch o {
+	case WCSend:
+		return "SEND"
+	case WCWrite:
+		return "RDMA_WRITE"
+	case WCRead:
+		return "RDMA_READ"
+	case WCCompareSwap:
+		return "COMP_SWAP"
+	case WCFetchAdd:
+		return "FETCH_ADD"
+	case WCRecv:
+		return "RECV"
+	case WCRecvRDMAWithImm:
+		return "RECV_RDMA_WITH_IMM"
+	}
+	return "WC_UNKNOWN"
+}
+
+// WCFlags are completion flags (ibv_wc_flags).
+type WCFlags uint8
+
+// Completion flags.
+const (
+	WCWithImm WCFlags = 1 << 1
+)
+
+// Completion is a work completion (ibv_wc). Imm is in host order as the
+// sender posted it.
+type Completion struct {
+	WRID    uint64
+	Status  WCStatus
+	Opcode  WCOpcode
+	Flags   WCFlags
+	ByteLen uint32
+	Imm     uint32
+	QPN     uint32
+	SrcQP   uint32
+}
