@@ -36,7 +36,7 @@ const (
 // packets, Process runs timers and requesters, both at the time now. It is
 // not safe for concurrent use.
 type Engine struct {
-	port  Port
+	port Port
 	// MRs is the device's memory region table.
 	MRs     MRTable
 	qps     []*QP
@@ -244,6 +244,11 @@ func (e *Engine) stopTimer(t *timer)                { e.timers.remove(t) }
 // It returns the buffer and the payload bytes to fill, or nil when no
 // buffer is free or the packet does not fit.
 func (e *Engine) newPacket(q *QP, bf *bth.BTHFields, payloadLen int, response bool) (*link.Packet, []byte) {
+	// Send a full batch before taking a buffer: the last packet of the
+	// batch has been filled by now, this one not yet.
+	if len(e.txq) == cap(e.txq) {
+		e.flush()
+	}
 	if e.port.Alloc(e.one[:]) == 0 {
 		e.Counters.NoBuffer++
 		return nil, nil
@@ -277,9 +282,6 @@ func (e *Engine) newPacket(q *QP, bf *bth.BTHFields, payloadLen int, response bo
 	q.Counters.TxPackets++
 	q.Counters.TxBytes += uint64(payloadLen)
 	e.txq = append(e.txq, lp)
-	if len(e.txq) == cap(e.txq) {
-		e.flush()
-	}
 	return lp, b[hl : hl+payloadLen]
 }
 

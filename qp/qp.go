@@ -82,19 +82,19 @@ func ringSize(n int) int {
 // QP is a reliable-connected queue pair. Its methods must be called by the
 // engine's owner, like the Engine's.
 type QP struct {
-	e      *Engine
-	qpn    uint32
-	cfg    QPConfig
-	state  QPState
-	attr   Attr
-	mtu    int
-	pkey   uint16
-	sport  uint16
-	sq     sendQueue
-	rq     recvQueue
-	req    requester
-	comp   completer
-	resp   responder
+	e       *Engine
+	qpn     uint32
+	cfg     QPConfig
+	state   QPState
+	attr    Attr
+	mtu     int
+	pkey    uint16
+	sport   uint16
+	sq      sendQueue
+	rq      recvQueue
+	req     requester
+	comp    completer
+	resp    responder
 	retrans timer
 	rnr     timer
 	queued  bool

@@ -48,21 +48,21 @@ type AttrMask uint32
 
 // Attribute mask bits, with rdma-core's values.
 const (
-	AttrState          AttrMask = 1 << 0
-	AttrAccessFlags    AttrMask = 1 << 3
-	AttrPKeyIndex      AttrMask = 1 << 4
-	AttrPort           AttrMask = 1 << 5
-	AttrAV             AttrMask = 1 << 7
-	AttrPathMTU        AttrMask = 1 << 8
-	AttrTimeout        AttrMask = 1 << 9
-	AttrRetryCnt       AttrMask = 1 << 10
-	AttrRNRRetry       AttrMask = 1 << 11
-	AttrRQPSN          AttrMask = 1 << 12
-	AttrMaxQPRdAtomic  AttrMask = 1 << 13
-	AttrMinRNRTimer    AttrMask = 1 << 15
-	AttrSQPSN          AttrMask = 1 << 16
+	AttrState           AttrMask = 1 << 0
+	AttrAccessFlags     AttrMask = 1 << 3
+	AttrPKeyIndex       AttrMask = 1 << 4
+	AttrPort            AttrMask = 1 << 5
+	AttrAV              AttrMask = 1 << 7
+	AttrPathMTU         AttrMask = 1 << 8
+	AttrTimeout         AttrMask = 1 << 9
+	AttrRetryCnt        AttrMask = 1 << 10
+	AttrRNRRetry        AttrMask = 1 << 11
+	AttrRQPSN           AttrMask = 1 << 12
+	AttrMaxQPRdAtomic   AttrMask = 1 << 13
+	AttrMinRNRTimer     AttrMask = 1 << 15
+	AttrSQPSN           AttrMask = 1 << 16
 	AttrMaxDestRdAtomic AttrMask = 1 << 17
-	AttrDestQPN        AttrMask = 1 << 20
+	AttrDestQPN         AttrMask = 1 << 20
 )
 
 // MaxRdAtomic is the most outstanding READ/atomic requests a QP supports in

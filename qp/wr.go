@@ -31,12 +31,12 @@ func (o WROpcode) String() string {
 	return "WR_UNKNOWN"
 }
 
-func (o WROpcode) valid() bool      { return o <= WRFetchAdd }
+func (o WROpcode) valid() bool        { return o <= WRFetchAdd }
 func (o WROpcode) isReadAtomic() bool { return o >= WRRead }
-func (o WROpcode) isAtomic() bool   { return o >= WRCompareSwap }
-func (o WROpcode) hasImm() bool     { return o == WRSendWithImm || o == WRWriteWithImm }
-func (o WROpcode) isWrite() bool    { return o == WRWrite || o == WRWriteWithImm }
-func (o WROpcode) isSend() bool     { return o == WRSend || o == WRSendWithImm }
+func (o WROpcode) isAtomic() bool     { return o >= WRCompareSwap }
+func (o WROpcode) hasImm() bool       { return o == WRSendWithImm || o == WRWriteWithImm }
+func (o WROpcode) isWrite() bool      { return o == WRWrite || o == WRWriteWithImm }
+func (o WROpcode) isSend() bool       { return o == WRSend || o == WRSendWithImm }
 
 // SendFlags modify a send work request (ibv_send_flags).
 type SendFlags uint8
@@ -83,20 +83,20 @@ type WCStatus uint8
 
 // Completion statuses.
 const (
-	WCSuccess          WCStatus = 0
-	WCLocLenErr        WCStatus = 1
-	WCLocQPOpErr       WCStatus = 2
-	WCLocProtErr       WCStatus = 4
-	WCWRFlushErr       WCStatus = 5
-	WCBadRespErr       WCStatus = 7
-	WCLocAccessErr     WCStatus = 8
-	WCRemInvReqErr     WCStatus = 9
-	WCRemAccessErr     WCStatus = 10
-	WCRemOpErr         WCStatus = 11
-	WCRetryExcErr      WCStatus = 12
-	WCRNRRetryExcErr   WCStatus = 13
-	WCFatalErr         WCStatus = 19
-	WCGeneralErr       WCStatus = 21
+	WCSuccess        WCStatus = 0
+	WCLocLenErr      WCStatus = 1
+	WCLocQPOpErr     WCStatus = 2
+	WCLocProtErr     WCStatus = 4
+	WCWRFlushErr     WCStatus = 5
+	WCBadRespErr     WCStatus = 7
+	WCLocAccessErr   WCStatus = 8
+	WCRemInvReqErr   WCStatus = 9
+	WCRemAccessErr   WCStatus = 10
+	WCRemOpErr       WCStatus = 11
+	WCRetryExcErr    WCStatus = 12
+	WCRNRRetryExcErr WCStatus = 13
+	WCFatalErr       WCStatus = 19
+	WCGeneralErr     WCStatus = 21
 )
 
 func (s WCStatus) String() string {
