@@ -1,0 +1,36 @@
+// Package lab is the rxe interop lab: real Linux Soft-RoCE peers, booted
+// in QEMU from Debian 12's own kernel and rdma-core packages, on a bridge
+// in a throw-away network namespace, for tests that prove uroce against
+// the implementation it claims to speak with.
+//
+// The host kernel has no RDMA support, so each peer is a guest: Debian's
+// 6.1 kernel with rdma_rxe, an initramfs of busybox, rdma-core, perftest,
+// rdmacm-utils and iproute2, booted directly (no disk) under QEMU TCG. The
+// image is built by build.sh beside this file from apt-get download and
+// dpkg -x alone and cached outside the repository, keyed by package
+// versions; BuildImage runs it once per test process.
+//
+// The network, per Lab:
+//
+//	 namespace NS (lab)                                  namespace Peer (uroce)
+//	+-----------------------------------------+         +----------------------+
+//	| tap g1 --+                              |         |                      |
+//	| tap g2 --+-- bridge --- veth -----------+---------+-- veth 10.77.0.1/24  |
+//	+-----------------------------------------+         +----------------------+
+//
+// Guests get 10.77.0.11, .12, ... and MACs 52:54:00:77:00:xx, as in the
+// reference captures; rxe0's GID index 1 is their IPv4-mapped RoCEv2 GID.
+// All addresses live only inside these namespaces, which t.Cleanup removes
+// along with the guests (powered off, then killed by PID if need be).
+//
+// Commands run in a booted guest as jobs: the host drops a shell script
+// into the guest's 9p share, the guest's /init runs it and writes back its
+// standard output, standard error and exit status (see guest/init for the
+// protocol). Guest.Run waits for one; Guest.Start leaves it running, e.g.
+// a perftest server, while the test starts the client elsewhere.
+//
+// Capture records a bridge's frames with an AF_PACKET socket, and
+// VerifyRoCE checks that every RoCEv2 packet in them decodes and carries a
+// valid ICRC (package bth). DropRoCE adds an nftables rule dropping a
+// percentage of RoCE packets crossing the bridge.
+package lab

@@ -1,0 +1,270 @@
+package lab
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/uroce/uroce/internal/netns"
+	"golang.org/x/sys/unix"
+)
+
+// Timeouts that detect a stuck guest; none of them is a performance claim.
+const (
+	// BootTimeout bounds QEMU start to "rxe0 ready". TCG boots take
+	// 5-15 s on an idle machine, several times that on a busy one.
+	BootTimeout = 3 * time.Minute
+	// ShutdownTimeout bounds a requested power-off before QEMU is killed.
+	ShutdownTimeout = 20 * time.Second
+)
+
+// QEMU is the emulator binary (from Debian's qemu-system-x86).
+var QEMU = "qemu-system-x86_64"
+
+// Errors of guests and jobs.
+var (
+	ErrGuestExited = errors.New("guest exited")
+	ErrGuestFailed = errors.New("guest init failed")
+)
+
+// Guest is one booted rxe peer.
+type Guest struct {
+	Name string
+	Addr net.IP // eth0's IPv4 address
+	MAC  net.HardwareAddr
+	// BootTime is from QEMU's start to "rxe0 ready"; ReadyLine that line.
+	BootTime  time.Duration
+	ReadyLine string
+
+	lab     *Lab
+	cmd     *exec.Cmd
+	share   string // host side of the 9p share
+	console *consoleWriter
+	started time.Time
+	exited  chan struct{} // closed when QEMU has exited
+	waitErr error         // QEMU's exit, valid after exited
+	jobs    atomic.Uint32
+}
+
+// Start starts QEMU for one guest and returns at once; WaitReady waits
+// for its rxe0. The guest is powered off (and QEMU killed by its PID if
+// it does not go) by t.Cleanup.
+func (l *Lab) Start(cfg GuestConfig) (*Guest, error) {
+	l.guests++
+	n := l.guests
+	if cfg.Name == "" {
+		cfg.Name = "g" + strconv.Itoa(n)
+	}
+	if !cfg.Addr.IsValid() {
+		cfg.Addr = GuestAddr(n)
+	}
+	if cfg.MAC == nil {
+		a := cfg.Addr.Addr().As4()
+		cfg.MAC = net.HardwareAddr{0x52, 0x54, 0x00, a[1], a[2], a[3]}
+	}
+	g := &Guest{Name: cfg.Name, Addr: cfg.Addr.Addr().AsSlice(), MAC: cfg.MAC, lab: l, exited: make(chan struct{})}
+
+	dir := filepath.Join(l.dir, cfg.Name)
+	os.RemoveAll(dir) // a kept artifact directory from an earlier run
+	g.share = filepath.Join(dir, "share")
+	for _, d := range []string{"jobs", "run", "out", "kill"} {
+		if err := os.MkdirAll(filepath.Join(g.share, d), 0o755); err != nil {
+			return nil, fmt.Errorf("lab: %s share: %w", cfg.Name, err)
+		}
+	}
+	tap, err := l.newTap(cfg.Name)
+	if err != nil {
+		return nil, err
+	}
+	defer tap.Close() // QEMU holds its own copy from here on
+	console, err := newConsole(filepath.Join(dir, "console.log"))
+	if err != nil {
+		return nil, err
+	}
+	g.console = console
+
+	appendLine := fmt.Sprintf("console=ttyS0 panic=-1 loglevel=4 uroce.ip=%s uroce.mtu=%d uroce.name=%s",
+		cfg.Addr, l.MTU, cfg.Name)
+	args := []string{
+		"-name", cfg.Name,
+		"-accel", "tcg,thread=multi", "-cpu", "max", "-m", "512", "-smp", "1",
+		// No default devices (floppy, CD-ROM, VGA, monitor): less for
+		// the firmware to probe, and the serial port is the console.
+		"-nodefaults", "-nographic", "-serial", "stdio", "-no-reboot",
+		"-kernel", l.img.Kernel, "-initrd", l.img.Initrd, "-append", appendLine,
+		// fd 3 is the tap opened in the lab namespace (ExtraFiles[0]).
+		"-netdev", "tap,id=n0,fd=3",
+		// romfile= skips iPXE's option ROM: the kernel is booted directly.
+		"-device", "virtio-net-pci,netdev=n0,romfile=,mac=" + cfg.MAC.String(),
+		"-virtfs", "local,path=" + g.share + ",mount_tag=lab,security_model=none,id=lab",
+	}
+	g.cmd = exec.Command(QEMU, args...)
+	g.cmd.Stdout, g.cmd.Stderr = console, console
+	g.cmd.ExtraFiles = []*os.File{tap}
+	// QEMU goes when the test process dies, however it dies.
+	g.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	g.started = time.Now()
+	if err := g.cmd.Start(); err != nil {
+		console.Close()
+		return nil, fmt.Errorf("lab: start %s: %w", QEMU, err)
+	}
+	go func() {
+		g.waitErr = g.cmd.Wait()
+		console.Close()
+		close(g.exited)
+	}()
+	l.t.Cleanup(g.shutdown)
+	return g, nil
+}
+
+// newTap creates a tap in the lab namespace, puts it on the bridge and
+// returns its file for QEMU. The tap lives as long as a copy of the file
+// is open, so it goes away with QEMU.
+func (l *Lab) newTap(guest string) (*os.File, error) {
+	name := netns.UniqueName(l.t, "urt")
+	var f *os.File
+	err := l.NS.Do(func() error {
+		// The tap belongs to the namespace /dev/net/tun was opened in.
+		fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("open /dev/net/tun: %w", err)
+		}
+		var req struct {
+			name  [unix.IFNAMSIZ]byte
+			flags uint16
+			_     [22]byte
+		}
+		copy(req.name[:], name)
+		// vnet_hdr lets QEMU hand checksum offload through to the tap.
+		req.flags = unix.IFF_TAP | unix.IFF_NO_PI | unix.IFF_VNET_HDR
+		if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.TUNSETIFF, uintptr(unsafe.Pointer(&req))); e != 0 {
+			unix.Close(fd)
+			return fmt.Errorf("TUNSETIFF %s: %w", name, e)
+		}
+		f = os.NewFile(uintptr(fd), "/dev/net/tun:"+name)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lab: tap for %s: %w", guest, err)
+	}
+	if err := l.enslave(name); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// WaitReady waits until the guest's init reports rxe0 ready.
+func (g *Guest) WaitReady(ctx context.Context) error {
+	select {
+	case line := <-g.console.ready:
+		g.BootTime = time.Since(g.started)
+		g.ReadyLine = line
+		return nil
+	case line := <-g.console.failed:
+		return fmt.Errorf("lab: %s: %w: %s\n%s", g.Name, ErrGuestFailed, line, g.ConsoleTail(30))
+	case <-g.exited:
+		return fmt.Errorf("lab: %s: %w before rxe0 was ready (%v)\n%s", g.Name, ErrGuestExited, g.waitErr, g.ConsoleTail(30))
+	case <-ctx.Done():
+		return fmt.Errorf("lab: %s: waiting for rxe0: %w\n%s", g.Name, ctx.Err(), g.ConsoleTail(30))
+	}
+}
+
+// ConsoleTail returns the last n lines of the guest's serial console.
+func (g *Guest) ConsoleTail(n int) string {
+	return tail(g.console.String(), n)
+}
+
+// shutdown asks the guest to power off, gives it ShutdownTimeout, then
+// kills QEMU by its PID. On a failed test it logs the console's tail.
+func (g *Guest) shutdown() {
+	t := g.lab.t
+	if t.Failed() {
+		t.Logf("lab: %s console (last lines):\n%s", g.Name, g.ConsoleTail(40))
+	}
+	select {
+	case <-g.exited:
+		return
+	default:
+	}
+	os.WriteFile(filepath.Join(g.share, "poweroff"), nil, 0o644)
+	select {
+	case <-g.exited:
+		return
+	case <-time.After(ShutdownTimeout):
+	}
+	t.Logf("lab: %s did not power off; killing QEMU (pid %d)", g.Name, g.cmd.Process.Pid)
+	g.cmd.Process.Kill()
+	<-g.exited
+}
+
+// consoleWriter keeps QEMU's output in a log file and a buffer and tells
+// WaitReady about the init's status lines.
+type consoleWriter struct {
+	mu      sync.Mutex
+	f       *os.File
+	buf     bytes.Buffer
+	partial []byte
+	ready   chan string
+	failed  chan string
+}
+
+func newConsole(path string) (*consoleWriter, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("lab: console log: %w", err)
+	}
+	return &consoleWriter{f: f, ready: make(chan string, 1), failed: make(chan string, 1)}, nil
+}
+
+func (c *consoleWriter) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.f.Write(p)
+	c.buf.Write(p)
+	c.partial = append(c.partial, p...)
+	for {
+		i := bytes.IndexByte(c.partial, '\n')
+		if i < 0 {
+			break
+		}
+		line := strings.TrimRight(string(c.partial[:i]), "\r")
+		c.partial = c.partial[i+1:]
+		if j := strings.Index(line, "uroce-lab: rxe0 ready"); j >= 0 {
+			select {
+			case c.ready <- line[j:]:
+			default:
+			}
+		} else if j := strings.Index(line, "uroce-lab: FAILED"); j >= 0 {
+			select {
+			case c.failed <- line[j:]:
+			default:
+			}
+		}
+	}
+	return len(p), nil
+}
+
+func (c *consoleWriter) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.buf.String()
+}
+
+func (c *consoleWriter) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.f.Close()
+}

@@ -1,0 +1,76 @@
+package lab
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/uroce/uroce/bth"
+	"github.com/uroce/uroce/internal/pcapfile"
+)
+
+// RoCEStats is what VerifyRoCE found in a capture.
+type RoCEStats struct {
+	Frames  int                // every frame
+	Packets int                // RoCEv2 packets (UDP to port 4791), good or bad
+	Opcodes map[bth.Opcode]int // good packets by BTH opcode
+	Bad     int                // packets that did not decode or verify
+	Errs    []error            // the first few of those, with their frame numbers
+}
+
+// maxErrs is how many bad packets a RoCEStats describes.
+const maxErrs = 10
+
+// VerifyRoCE decodes every frame with package bth and checks the ICRC of
+// every RoCEv2 packet. Other traffic (ARP, perftest's TCP exchange, IPv6
+// neighbour discovery) is counted in Frames only.
+func VerifyRoCE(recs []pcapfile.Record) RoCEStats {
+	s := RoCEStats{Frames: len(recs), Opcodes: map[bth.Opcode]int{}}
+	bad := func(i int, err error) {
+		s.Bad++
+		if len(s.Errs) < maxErrs {
+			s.Errs = append(s.Errs, fmt.Errorf("frame %d: %w", i+1, err))
+		}
+	}
+	for i, r := range recs {
+		var f bth.Frame
+		err := f.Decode(r.Data)
+		if errors.Is(err, bth.ErrNotRoCE) {
+			continue
+		}
+		s.Packets++
+		switch {
+		case len(r.Data) < r.OrigLen:
+			bad(i, fmt.Errorf("captured %d of %d bytes", len(r.Data), r.OrigLen))
+		case err != nil:
+			bad(i, err)
+		default:
+			if err := f.VerifyICRC(); err != nil {
+				bad(i, fmt.Errorf("%v PSN %d: %w", f.Opcode(), f.BTH().PSN(), err))
+				continue
+			}
+			s.Opcodes[f.Opcode()]++
+		}
+	}
+	return s
+}
+
+// Err is nil when every RoCEv2 packet was good.
+func (s RoCEStats) Err() error {
+	if s.Bad == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d of %d RoCEv2 packets bad: %w", s.Bad, s.Packets, errors.Join(s.Errs...))
+}
+
+// String lists the opcodes seen, e.g. "RC_RDMA_WRITE_ONLY×20 RC_ACKNOWLEDGE×20".
+func (s RoCEStats) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d frames, %d RoCEv2 packets (%d bad):", s.Frames, s.Packets, s.Bad)
+	for _, op := range slices.Sorted(maps.Keys(s.Opcodes)) {
+		fmt.Fprintf(&b, " %v×%d", op, s.Opcodes[op])
+	}
+	return b.String()
+}
