@@ -1,0 +1,106 @@
+package cm
+
+import (
+	"time"
+
+	"github.com/uroce/uroce/cm/mad"
+)
+
+// Address is where a MAD goes or came from: a port's GID and, on it, QP1
+// with the GSI Q_Key. The verbs layer turns it into a UD address vector
+// (on RoCEv2 the GID is the peer's IP address) and a DETH.
+type Address struct {
+	GID  mad.GID
+	QPN  uint32 // mad.GSIQPN for CM traffic
+	QKey uint32 // mad.GSIQKey
+	PKey uint16 // 0xffff, the default partition
+}
+
+// gsi returns the CM address of the port with this GID.
+func gsi(g mad.GID) Address {
+	return Address{GID: g, QPN: mad.GSIQPN, QKey: mad.GSIQKey, PKey: 0xffff}
+}
+
+// MADSender sends one 256-byte MAD as a UD SEND Only from QP1 to dst.
+// The manager reuses b after the call returns, so SendMAD copies it (or
+// finishes with it) before returning. An error counts as a lost datagram:
+// the manager's retries cover REQ, REP and DREQ, and duplicates of the
+// peer's message bring the others (RTU, MRA, REJ, DREP) again. SendMAD must
+// not call back into the Manager.
+type MADSender interface {
+	SendMAD(dst Address, b []byte) error
+}
+
+// QPState names the QP states the CM moves a connected QP to (IBA
+// 11.2.4.2 via the verbs layer's Modify QP).
+type QPState uint8
+
+// QP states.
+const (
+	QPStateRTR   QPState = iota + 1 // ready to receive: path, remote QPN, RQ PSN
+	QPStateRTS                      // ready to send: SQ PSN, timeouts, retries
+	QPStateError                    // disconnected: flush everything
+)
+
+func (s QPState) String() string {
+	switch s {
+	case QPStateRTR:
+		return "RTR"
+	case QPStateRTS:
+		return "RTS"
+	case QPStateError:
+		return "ERR"
+	}
+	return "QPState(?)"
+}
+
+// QPAttr is what the CM negotiated for a connected QP: everything Modify
+// QP needs for INIT→RTR and RTR→RTS (IBA 11.2.4.2 Table 91; the kernel's
+// ib_cm_init_qp_attr fills the same). It is a plain value the verbs
+// layer copies into its own attribute struct.
+type QPAttr struct {
+	QPN     uint32 // the local QP the connection is for
+	DestQPN uint32 // the peer's QP
+	// SQPSN is the PSN the local send queue starts at (the local side's
+	// Starting PSN); RQPSN the PSN the peer starts at.
+	SQPSN, RQPSN uint32
+	PathMTU      mad.MTU
+	PKey         uint16
+	// The address vector: the peer's GID and the local one to send from,
+	// and the GRH (on RoCEv2: IP) fields.
+	DestGID, SrcGID mad.GID
+	FlowLabel       uint32
+	HopLimit        uint8
+	TrafficClass    uint8
+	SL              uint8
+	// Timeout is the local ACK timeout exponent (4.096 µs × 2^Timeout),
+	// computed from the peer's target ACK delay and the packet lifetime
+	// as the kernel's cm_ack_timeout does.
+	Timeout uint8
+	// RetryCount: transport retries (from the REQ, both sides).
+	// RNRRetry: RNR retries for this side's sends (the REQ's RNR Retry
+	// Count for the passive side, the REP's for the active side).
+	RetryCount, RNRRetry uint8
+	// MinRNRTimer is the RNR NAK timer code this side's responder uses
+	// (IBA Table 45); a local choice from Config.
+	MinRNRTimer uint8
+	// MaxRdAtomic: READ/atomic this side may have outstanding as
+	// initiator; MaxDestRdAtomic: those it answers as responder.
+	MaxRdAtomic, MaxDestRdAtomic uint8
+	// FlowControl: the peer's receive queue sends end-to-end credits
+	// (IBA 9.7.7.2), so this side may honour them.
+	FlowControl bool
+	// SRQ: this side's QP takes receives from a shared receive queue.
+	SRQ bool
+}
+
+// QPModifier moves the QP of a connection between states with the
+// negotiated attributes. The manager calls it with QPStateRTR then
+// QPStateRTS before sending the REP (passive, as rdma_cm's cma_accept_ib
+// does) or the RTU (active, as cma_rep_recv does), and with
+// QPStateError on disconnect. An error from RTR or RTS fails the
+// connection (the active side rejects the REP; Accept returns it). It
+// must not call back into the Manager.
+type QPModifier interface {
+	ModifyQP(now time.Time, to QPState, a *QPAttr) error
+}
