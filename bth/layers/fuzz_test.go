@@ -3,6 +3,7 @@ package layers_test
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/gopacket"
@@ -75,20 +76,26 @@ func FuzzRoCE(f *testing.F) {
 }
 
 // FuzzFrame decodes arbitrary Ethernet frames with DecodingLayerParser and
-// with NewPacket, panics not recovered: the two agree on whether there is
-// a RoCE packet, its fields and its ICRC status.
+// with NewPacket: the two agree on whether there is a RoCE packet, its
+// fields and its ICRC status. The parser lets panics through; NewPacket
+// recovers them, because gopacket v1.1.19's own decoders panic on some
+// inputs (IPsec ESP behind an IPv6 routing header, in the corpus), so for
+// it the test only checks that no recovered panic came from this module.
 func FuzzFrame(f *testing.F) {
 	for _, b := range seedFrames(f) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p := newParser()
+		p := newRoCEParser()
 		p.p.IgnorePanic = true
 		p.p.IgnoreUnsupported = true
-		roce, err := p.decode(data)
-		ok := roce && (err == nil || errors.Is(err, bth.ErrBadICRC))
+		roce, err, _ := p.decodeICRC(data)
+		ok := roce && err == nil
 
-		pk := gopacket.NewPacket(data, gplayers.LayerTypeEthernet, gopacket.DecodeOptions{SkipDecodeRecovery: true})
+		pk := gopacket.NewPacket(data, gplayers.LayerTypeEthernet, gopacket.Default)
+		if df, isDF := pk.ErrorLayer().(*gopacket.DecodeFailure); isDF && inStack(df.Dump(), "github.com/uroce/uroce/bth.", "github.com/uroce/uroce/bth/layers.") {
+			t.Fatalf("panic in this module: %v\n%s", df.Error(), df.Dump())
+		}
 		l, _ := pk.Layer(layers.LayerTypeRoCE).(*layers.RoCE)
 		if ok != (l != nil) {
 			t.Fatalf("parser RoCE %v (%v), NewPacket RoCE %v", ok, err, l != nil)
@@ -103,4 +110,16 @@ func FuzzFrame(f *testing.F) {
 			t.Fatalf("ICRC: NewPacket %v, parser %v", l.ICRCStatus, p.roce.ICRCStatus)
 		}
 	})
+}
+
+// inStack reports whether a recovered panic's stack passes through one of
+// the packages named (by their "path." prefix; the _test package does not
+// match).
+func inStack(stack string, pkgs ...string) bool {
+	for _, p := range pkgs {
+		if strings.Contains(stack, p) {
+			return true
+		}
+	}
+	return false
 }
