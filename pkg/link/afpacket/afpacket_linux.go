@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"sync"
 	"time"
 
 	"github.com/uroce/uroce/bth"
 	"github.com/uroce/uroce/pkg/link"
-	"github.com/uroce/uroce/pkg/link/internal/mmsg"
+	"github.com/uroce/uroce/pkg/link/internal/sock"
 	"github.com/uroce/uroce/pkg/link/internal/wire"
 	"github.com/uroce/uroce/pkg/netinfo"
 	"golang.org/x/net/bpf"
@@ -28,7 +27,6 @@ var (
 )
 
 var (
-	errClosed = fmt.Errorf("afpacket: %w", link.ErrClosed)
 	errTooBig = fmt.Errorf("afpacket: %w", link.ErrTooBig)
 	errFamily = fmt.Errorf("afpacket: destination of the other address family: %w", link.ErrNoRoute)
 	errShort  = errors.New("afpacket: packet shorter than BTH and ICRC")
@@ -57,26 +55,16 @@ type Config struct {
 
 // Link is a RoCE link over an AF_PACKET socket.
 type Link struct {
-	mu     sync.RWMutex // read-held by every call, write-held by Close
-	closed bool
+	c sock.Conn // pool, batches, counters, the owner's fence
 
-	fd, efd, resv int
-	ifindex       int
-	v6            bool
-	info          link.Info
-	res           *netinfo.Resolver
-	ownRes        bool
-	ipID          uint16
-
-	free  []*link.Packet
-	rx    []*link.Packet
-	rxb   *mmsg.Batch
-	txb   *mmsg.Batch
-	tx    []*link.Packet
-	pfd   [2]unix.PollFd
-	g     wire.Datagram
-	stats link.Stats
-	once  sync.Once
+	fd, resv int
+	ifindex  int
+	v6       bool
+	info     link.Info
+	res      *netinfo.Resolver
+	ownRes   bool
+	ipID     uint16
+	g        wire.Datagram
 }
 
 // Where a received frame starts in a buffer: its IPv4 header's end, with
@@ -104,7 +92,7 @@ func Open(cfg Config) (*Link, error) {
 	if cfg.SockBuf == 0 {
 		cfg.SockBuf = 4 << 20
 	}
-	l := &Link{fd: -1, efd: -1, resv: -1, ifindex: ifc.Index, v6: a.Is6(), res: cfg.Resolver}
+	l := &Link{fd: -1, resv: -1, ifindex: ifc.Index, v6: a.Is6(), res: cfg.Resolver}
 	l.info = link.Info{Kind: "afpacket", Name: ifc.Name, Addr: a, MTU: ifc.MTU}
 	if err := l.open(cfg); err != nil {
 		l.release()
@@ -205,24 +193,10 @@ func (l *Link) open(cfg Config) error {
 	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: l.ifindex}); err != nil {
 		return fmt.Errorf("afpacket: bind %s: %w", l.info.Name, err)
 	}
-	l.efd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
-	if err != nil {
-		return fmt.Errorf("afpacket: eventfd: %w", err)
-	}
-	l.pfd = [2]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(l.efd), Events: unix.POLLIN}}
-	size := link.Headroom + l.info.MTU
-	slab := make([]byte, size*cfg.Buffers)
-	pk := make([]link.Packet, cfg.Buffers)
-	l.free = make([]*link.Packet, 0, cfg.Buffers)
-	for i := range pk {
-		pk[i].Buf = slab[i*size : (i+1)*size : (i+1)*size]
-		l.free = append(l.free, &pk[i])
-	}
-	l.rxb = mmsg.New(cfg.Batch, 0)
-	l.txb = mmsg.New(cfg.Batch, 0)
-	l.rx = make([]*link.Packet, cfg.Batch)
-	l.tx = make([]*link.Packet, cfg.Batch)
-	return nil
+	return l.c.Init(sock.Config{
+		Name: "afpacket", FD: fd, Batch: cfg.Batch, Buffers: cfg.Buffers,
+		BufSize: link.Headroom + l.info.MTU, RxAt: rxStart,
+	})
 }
 
 // reserve binds the UDP socket that stops ICMP port unreachables; its
@@ -254,190 +228,62 @@ func (l *Link) reserve() error {
 }
 
 // Alloc implements link.Link.
-func (l *Link) Alloc(pkts []*link.Packet) int {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	if l.closed {
-		return 0
-	}
-	n := 0
-	for n < len(pkts) && len(l.free) > 0 {
-		p := l.free[len(l.free)-1]
-		l.free = l.free[:len(l.free)-1]
-		*p = link.Packet{Buf: p.Buf, Off: link.Headroom}
-		pkts[n] = p
-		n++
-	}
-	return n
-}
+func (l *Link) Alloc(pkts []*link.Packet) int { return l.c.Alloc(pkts) }
 
 // Release implements link.Link.
-func (l *Link) Release(pkts []*link.Packet) {
-	for i, p := range pkts {
-		if p != nil {
-			l.free = append(l.free, p)
-			pkts[i] = nil
-		}
-	}
-}
+func (l *Link) Release(pkts []*link.Packet) { l.c.Release(pkts) }
 
 // Send implements link.Link.
-func (l *Link) Send(pkts []*link.Packet) (int, error) {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	if l.closed {
-		l.stats.TxDropped += uint64(len(pkts))
-		l.Release(pkts)
-		return 0, errClosed
-	}
-	sent := 0
-	var firstErr error
-	for len(pkts) > 0 {
-		k := min(len(pkts), l.txb.Cap())
-		n, err := l.sendBatch(pkts[:k])
-		sent += n
-		if err != nil && firstErr == nil {
-			firstErr = err
-		}
-		pkts = pkts[k:]
-	}
-	return sent, firstErr
-}
+func (l *Link) Send(pkts []*link.Packet) (int, error) { return l.c.Send(pkts, l.stage) }
 
-func (l *Link) sendBatch(pkts []*link.Packet) (int, error) {
-	var firstErr error
-	drop := func(p *link.Packet, err error) {
-		l.stats.TxDropped++
-		l.free = append(l.free, p)
-		if firstErr == nil {
-			firstErr = err
-		}
+// stage writes Ethernet, IP and UDP in front of p, its ICRC, and points TX
+// slot n at the frame.
+func (l *Link) stage(n int, p *link.Packet) error {
+	dst := p.Remote.Unmap()
+	if dst.Is6() != l.v6 || !dst.IsValid() {
+		return errFamily
 	}
-	n := 0
-	for i, p := range pkts {
-		pkts[i] = nil
-		dst := p.Remote.Unmap()
-		if dst.Is6() != l.v6 || !dst.IsValid() {
-			drop(p, errFamily)
-			continue
-		}
-		if p.Len < bth.BTHLen+bth.ICRCLen {
-			drop(p, errShort)
-			continue
-		}
-		rt, err := l.res.Lookup(dst)
-		if err != nil {
-			drop(p, fmt.Errorf("afpacket: %w", err))
-			continue
-		}
-		h := wire.Header{Src: l.info.Addr, Dst: dst, SrcPort: p.SrcPort, DstPort: link.UDPPort,
-			TOS: p.TOS, TTL: 64, ID: l.ipID, DF: true}
-		if h.SrcPort == 0 {
-			h.SrcPort = 0xc000
-		}
-		hl := h.Len()
-		if hl+p.Len > min(l.info.MTU, rt.MTU) || p.Off < hl+bth.EthernetLen || p.Off+p.Len > len(p.Buf) {
-			drop(p, errTooBig)
-			continue
-		}
-		l.ipID++
-		ip := wire.Put(p.Buf, p.Off, p.Len, &h)
-		dg := p.Buf[ip : p.Off+p.Len]
-		if err := bth.PutICRC(dg); err != nil {
-			drop(p, fmt.Errorf("afpacket: %w", err))
-			continue
-		}
-		et := uint16(bth.EtherTypeIPv4)
-		if l.v6 {
-			et = bth.EtherTypeIPv6
-			wire.PutUDPChecksum(dg)
-		}
-		eth := ip - bth.EthernetLen
-		bth.Ethernet(p.Buf[eth:]).Encode(&bth.EthernetFields{Dst: rt.DstMAC, Src: rt.SrcMAC, EtherType: et})
-		l.txb.SetBuf(n, p.Buf[eth:p.Off+p.Len])
-		l.txb.SetLinklayer(n, l.ifindex, et, rt.DstMAC)
-		l.tx[n] = p
-		n++
+	if p.Len < bth.BTHLen+bth.ICRCLen {
+		return errShort
 	}
-	sent := 0
-	for i := 0; i < n; {
-		m, err := l.txb.Send(l.fd, i, n)
-		switch {
-		case err != nil:
-			drop(l.tx[i], fmt.Errorf("afpacket: sendmmsg: %w", err))
-			l.tx[i] = nil
-			i++
-		case m == 0:
-			if !l.pollOut() {
-				for ; i < n; i++ {
-					drop(l.tx[i], fmt.Errorf("afpacket: send buffer full: %w", unix.EAGAIN))
-					l.tx[i] = nil
-				}
-			}
-		default:
-			for _, p := range l.tx[i : i+m] {
-				l.stats.TxPackets++
-				l.stats.TxBytes += uint64(p.Len)
-				l.free = append(l.free, p)
-			}
-			clear(l.tx[i : i+m])
-			sent += m
-			i += m
-		}
+	rt, err := l.res.Lookup(dst)
+	if err != nil {
+		return fmt.Errorf("afpacket: %w", err)
 	}
-	return sent, firstErr
-}
-
-func (l *Link) pollOut() bool {
-	pfd := [1]unix.PollFd{{Fd: int32(l.fd), Events: unix.POLLOUT}}
-	ts := unix.NsecToTimespec(int64(100 * time.Millisecond))
-	n, err := unix.Ppoll(pfd[:], &ts, nil)
-	return err == nil && n > 0
+	h := wire.Header{Src: l.info.Addr, Dst: dst, SrcPort: p.SrcPort, DstPort: link.UDPPort,
+		TOS: p.TOS, TTL: 64, ID: l.ipID, DF: true}
+	if h.SrcPort == 0 {
+		h.SrcPort = 0xc000
+	}
+	hl := h.Len()
+	if hl+p.Len > min(l.info.MTU, rt.MTU) || p.Off < hl+bth.EthernetLen || p.Off+p.Len > len(p.Buf) {
+		return errTooBig
+	}
+	l.ipID++
+	ip := wire.Put(p.Buf, p.Off, p.Len, &h)
+	dg := p.Buf[ip : p.Off+p.Len]
+	if err := bth.PutICRC(dg); err != nil {
+		return fmt.Errorf("afpacket: %w", err)
+	}
+	et := uint16(bth.EtherTypeIPv4)
+	if l.v6 {
+		et = bth.EtherTypeIPv6
+		wire.PutUDPChecksum(dg)
+	}
+	eth := ip - bth.EthernetLen
+	bth.Ethernet(p.Buf[eth:]).Encode(&bth.EthernetFields{Dst: rt.DstMAC, Src: rt.SrcMAC, EtherType: et})
+	l.c.TX.SetBuf(n, p.Buf[eth:p.Off+p.Len])
+	l.c.TX.SetLinklayer(n, l.ifindex, et, rt.DstMAC)
+	return nil
 }
 
 // Recv implements link.Link.
-func (l *Link) Recv(pkts []*link.Packet) (int, error) {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	if l.closed {
-		return 0, errClosed
-	}
-	want := min(len(pkts), l.rxb.Cap())
-	for i := range want {
-		if l.rx[i] == nil {
-			if len(l.free) == 0 {
-				want = i
-				break
-			}
-			p := l.free[len(l.free)-1]
-			l.free = l.free[:len(l.free)-1]
-			l.rx[i] = p
-			l.rxb.SetBuf(i, p.Buf[rxStart:])
-		}
-	}
-	if want == 0 {
-		return 0, nil
-	}
-	m, err := l.rxb.Recv(l.fd, want)
-	if err != nil {
-		return 0, fmt.Errorf("afpacket: recvmmsg: %w", err)
-	}
-	out := 0
-	for i := range m {
-		p := l.rx[i]
-		if l.accept(i, p) {
-			l.rx[i] = nil
-			pkts[out] = p
-			out++
-		}
-	}
-	return out, nil
-}
+func (l *Link) Recv(pkts []*link.Packet) (int, error) { return l.c.Recv(pkts, l.accept) }
 
 func (l *Link) accept(i int, p *link.Packet) bool {
-	n := l.rxb.Len(i)
-	if l.rxb.Flags(i)&unix.MSG_TRUNC != 0 || l.rxb.PacketType(i) != unix.PACKET_HOST || n < bth.EthernetLen {
-		l.stats.RxDropped++
+	n := l.c.RX.Len(i)
+	if l.c.RX.Flags(i)&unix.MSG_TRUNC != 0 || l.c.RX.PacketType(i) != unix.PACKET_HOST || n < bth.EthernetLen {
+		l.c.Stats.RxDropped++
 		return false
 	}
 	ip := rxStart + bth.EthernetLen
@@ -445,73 +291,40 @@ func (l *Link) accept(i int, p *link.Packet) bool {
 	et := binary.BigEndian.Uint16(p.Buf[rxStart+12:])
 	if err := wire.Parse(dg, &l.g); err != nil || l.g.Dst.Unmap() != l.info.Addr ||
 		(et == bth.EtherTypeIPv4) == l.v6 || (!l.v6 && !bth.IPv4(dg).ChecksumValid()) {
-		l.stats.RxDropped++
+		l.c.Stats.RxDropped++
 		return false
 	}
 	dg = dg[:l.g.End]
 	if bth.VerifyICRC(dg) != nil {
-		l.stats.RxICRCErrors++
+		l.c.Stats.RxICRCErrors++
 		return false
 	}
 	*p = link.Packet{Buf: p.Buf, Off: ip + l.g.Off, Len: l.g.End - l.g.Off, Remote: l.g.Src.Unmap(),
 		Local: l.g.Dst.Unmap(), SrcPort: l.g.SrcPort, TOS: l.g.TOS}
-	l.stats.RxPackets++
-	l.stats.RxBytes += uint64(p.Len)
+	l.c.Stats.RxPackets++
+	l.c.Stats.RxBytes += uint64(p.Len)
 	return true
 }
 
 // Wait implements link.Link.
-func (l *Link) Wait(timeout time.Duration) error {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	if l.closed {
-		return errClosed
-	}
-	var ts *unix.Timespec
-	var t unix.Timespec
-	if timeout >= 0 {
-		t = unix.NsecToTimespec(int64(timeout))
-		ts = &t
-	}
-	for {
-		_, err := unix.Ppoll(l.pfd[:], ts, nil)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("afpacket: ppoll: %w", err)
-		}
-		if l.pfd[1].Revents != 0 {
-			return errClosed
-		}
-		return nil
-	}
-}
+func (l *Link) Wait(timeout time.Duration) error { return l.c.Wait(timeout) }
 
 // Info implements link.Link.
 func (l *Link) Info() link.Info { return l.info }
 
 // Stats implements link.Link.
-func (l *Link) Stats() link.Stats { return l.stats }
+func (l *Link) Stats() link.Stats { return l.c.Stats }
 
-// Close implements link.Link.
+// Close implements link.Link. It may be called from any goroutine: it
+// wakes a Wait and returns once the owner is out of its call and the
+// sockets are closed.
 func (l *Link) Close() error {
-	l.once.Do(func() {
-		var one [8]byte
-		one[0] = 1
-		if l.efd >= 0 {
-			unix.Write(l.efd, one[:])
-		}
-		l.mu.Lock()
-		l.closed = true
-		l.release()
-		l.mu.Unlock()
-	})
+	l.c.Close(l.release)
 	return nil
 }
 
 func (l *Link) release() {
-	for _, fd := range []*int{&l.fd, &l.efd, &l.resv} {
+	for _, fd := range []*int{&l.fd, &l.resv} {
 		if *fd >= 0 {
 			unix.Close(*fd)
 			*fd = -1
@@ -521,5 +334,5 @@ func (l *Link) release() {
 		l.res.Close()
 		l.res = nil
 	}
-	l.free, l.rx, l.tx = nil, nil, nil
+	l.c.Free()
 }

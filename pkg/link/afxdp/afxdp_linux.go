@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/uroce/uroce/bpf"
 	"github.com/uroce/uroce/bth"
 	"github.com/uroce/uroce/pkg/link"
+	"github.com/uroce/uroce/pkg/link/internal/waiter"
 	"github.com/uroce/uroce/pkg/netinfo"
 	"github.com/uroce/uroce/xdp"
 	"github.com/vishvananda/netlink"
@@ -96,10 +95,7 @@ type Link struct {
 	txq     *queue
 	rrNext  int
 	stats   link.Stats
-	pollfds []unix.PollFd
-	efd     int
-	closed  atomic.Bool
-	waitMu  sync.Mutex
+	w       *waiter.Waiter // fences Close against the owner; Wait's poll
 	zc      bool
 	mbuf    bool
 }
@@ -130,7 +126,7 @@ func Open(cfg Config) (_ *Link, err error) {
 		return nil, fmt.Errorf("interface %q: %w", cfg.Interface, err)
 	}
 	attrs := nl.Attrs()
-	l := &Link{cfg: cfg, ifindex: attrs.Index, efd: -1}
+	l := &Link{cfg: cfg, ifindex: attrs.Index}
 	defer func() {
 		if err != nil {
 			l.close()
@@ -210,13 +206,13 @@ func Open(cfg Config) (_ *Link, err error) {
 		}
 	}
 	l.txq = l.queues[0]
-	if l.efd, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err != nil {
-		return nil, fmt.Errorf("eventfd: %w", err)
+	fds := make([]int, len(l.queues))
+	for i, q := range l.queues {
+		fds[i] = q.sock.FD()
 	}
-	for _, q := range l.queues {
-		l.pollfds = append(l.pollfds, unix.PollFd{Fd: int32(q.sock.FD()), Events: unix.POLLIN})
+	if l.w, err = waiter.New(fds...); err != nil {
+		return nil, err
 	}
-	l.pollfds = append(l.pollfds, unix.PollFd{Fd: int32(l.efd), Events: unix.POLLIN})
 	return l, nil
 }
 
@@ -272,9 +268,10 @@ func (l *Link) Stats() link.Stats { return l.stats }
 // Alloc hands out transmit buffers: spans of the transmit queue's UMEM
 // with Off = link.Headroom.
 func (l *Link) Alloc(pkts []*link.Packet) int {
-	if l.closed.Load() {
+	if !l.w.Enter() {
 		return 0
 	}
+	defer l.w.Exit()
 	q := l.txq
 	for i := range pkts {
 		s := q.popSpan()
@@ -300,9 +297,10 @@ func (l *Link) find(b []byte) (*queue, int) {
 
 // Release takes back received packets and allocated packets never sent.
 func (l *Link) Release(pkts []*link.Packet) {
-	if l.closed.Load() {
+	if !l.w.Enter() {
 		return
 	}
+	defer l.w.Exit()
 	for _, p := range pkts {
 		if p == nil {
 			continue
@@ -338,9 +336,11 @@ func (l *Link) nextHop(dst netip.Addr, now *time.Time) ([6]byte, error) {
 // on TX. It takes ownership of every packet. Errors wrap link.ErrClosed,
 // link.ErrTooBig, link.ErrNoRoute, ErrBuffer or ErrTxFull.
 func (l *Link) Send(pkts []*link.Packet) (int, error) {
-	if l.closed.Load() {
+	if !l.w.Enter() {
+		l.stats.TxDropped += uint64(len(pkts))
 		return 0, link.ErrClosed
 	}
+	defer l.w.Exit()
 	var (
 		firstErr error
 		now      time.Time
@@ -462,9 +462,10 @@ func (l *Link) build(p *link.Packet, now *time.Time) error {
 
 // Recv returns received RoCE packets whose ICRC verified, without blocking.
 func (l *Link) Recv(pkts []*link.Packet) (int, error) {
-	if l.closed.Load() {
+	if !l.w.Enter() {
 		return 0, link.ErrClosed
 	}
+	defer l.w.Exit()
 	n := 0
 	nq := len(l.queues)
 	for i := 0; i < nq && n < len(pkts); i++ {
@@ -597,11 +598,10 @@ func (l *Link) ready() bool {
 // Wait blocks until a packet is waiting, the timeout passes (negative:
 // never) or the link is closed (link.ErrClosed).
 func (l *Link) Wait(timeout time.Duration) error {
-	l.waitMu.Lock()
-	defer l.waitMu.Unlock()
-	if l.closed.Load() {
+	if !l.w.Enter() {
 		return link.ErrClosed
 	}
+	defer l.w.Exit()
 	if l.ready() {
 		return nil
 	}
@@ -634,7 +634,7 @@ func (l *Link) Wait(timeout time.Duration) error {
 // recvfrom per round when busy polling so the device's NAPI runs here.
 func (l *Link) spin(start time.Time, d time.Duration) error {
 	for i := 0; ; i++ {
-		if l.closed.Load() {
+		if l.w.Closing() {
 			return link.ErrClosed
 		}
 		for _, q := range l.queues {
@@ -651,18 +651,11 @@ func (l *Link) spin(start time.Time, d time.Duration) error {
 }
 
 func (l *Link) poll(timeout time.Duration) error {
-	ms := -1
-	if timeout >= 0 {
-		ms = int((timeout + time.Millisecond - 1) / time.Millisecond)
-	}
-	for i := range l.pollfds {
-		l.pollfds[i].Revents = 0
-	}
-	_, err := unix.Poll(l.pollfds, ms)
-	if l.closed.Load() {
+	closed, err := l.w.Wait(timeout)
+	if closed {
 		return link.ErrClosed
 	}
-	if err != nil && err != unix.EINTR {
+	if err != nil {
 		return fmt.Errorf("afxdp wait: %w", err)
 	}
 	return nil
@@ -671,17 +664,9 @@ func (l *Link) poll(timeout time.Duration) error {
 // Close detaches the XDP program and releases the sockets, their UMEMs and
 // the resolver. It may be called from another goroutine to end a Wait.
 func (l *Link) Close() error {
-	if !l.closed.CompareAndSwap(false, true) {
-		return nil
-	}
-	if l.efd >= 0 {
-		var one [8]byte
-		one[0] = 1
-		unix.Write(l.efd, one[:])
-	}
-	l.waitMu.Lock()
-	defer l.waitMu.Unlock()
-	return l.close()
+	var err error
+	l.w.Close(func() { err = l.close() })
+	return err
 }
 
 func (l *Link) close() error {
@@ -705,10 +690,8 @@ func (l *Link) close() error {
 		l.res.Close()
 		l.res = nil
 	}
-	if l.efd >= 0 {
-		unix.Close(l.efd)
-		l.efd = -1
+	if l.w != nil {
+		l.w.Free()
 	}
-	l.closed.Store(true)
 	return errors.Join(errs...)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/uroce/uroce/bth"
 	"github.com/uroce/uroce/pkg/link"
+	"github.com/uroce/uroce/pkg/link/internal/pool"
 	"github.com/uroce/uroce/pkg/link/internal/wire"
 )
 
@@ -100,7 +101,7 @@ type direction struct {
 type shared struct {
 	mu      sync.Mutex
 	cfg     Config
-	free    []*link.Packet
+	pool    *pool.Pool // guarded by mu: both ends allocate from it
 	bufSize int
 	manual  time.Time
 	dir     [2]direction // 0: A to B, 1: B to A
@@ -150,13 +151,7 @@ func New(cfg Config) (a, b *Link) {
 	}
 	// Room for headroom, the largest datagram's payload and rounding.
 	s.bufSize = link.Headroom + cfg.MTU
-	slab := make([]byte, s.bufSize*cfg.Buffers)
-	pk := make([]link.Packet, cfg.Buffers)
-	s.free = make([]*link.Packet, 0, cfg.Buffers)
-	for i := range pk {
-		pk[i].Buf = slab[i*s.bufSize : (i+1)*s.bufSize : (i+1)*s.bufSize]
-		s.free = append(s.free, &pk[i])
-	}
+	s.pool = pool.New(cfg.Buffers, s.bufSize)
 	mk := func(side int, addr, peer netip.Addr) *Link {
 		l := &Link{s: s, side: side, addr: addr, peer: peer,
 			wake: make(chan struct{}, 1), done: make(chan struct{})}
@@ -230,31 +225,18 @@ func (l *Link) Alloc(pkts []*link.Packet) int {
 	if l.closed {
 		return 0
 	}
-	n := 0
-	for n < len(pkts) && len(s.free) > 0 {
-		p := s.free[len(s.free)-1]
-		s.free = s.free[:len(s.free)-1]
-		*p = link.Packet{Buf: p.Buf, Off: link.Headroom}
-		pkts[n] = p
-		n++
-	}
-	return n
+	return s.pool.Alloc(pkts)
 }
 
 // Release implements link.Link.
 func (l *Link) Release(pkts []*link.Packet) {
 	s := l.s
 	s.mu.Lock()
-	for i, p := range pkts {
-		if p != nil {
-			s.free = append(s.free, p)
-			pkts[i] = nil
-		}
-	}
+	s.pool.Release(pkts)
 	s.mu.Unlock()
 }
 
-func (s *shared) put(p *link.Packet) { s.free = append(s.free, p) }
+func (s *shared) put(p *link.Packet) { s.pool.Put(p) }
 
 // Send implements link.Link.
 func (l *Link) Send(pkts []*link.Packet) (int, error) {
@@ -382,9 +364,8 @@ func (d *direction) stage(s *shared, fl flight, now time.Time) {
 		corrupt(d.rng, fl.p)
 	}
 	var dup *link.Packet
-	if f.Duplicate > 0 && d.rng.Float64() < f.Duplicate && len(s.free) > 0 {
-		dup = s.free[len(s.free)-1]
-		s.free = s.free[:len(s.free)-1]
+	if f.Duplicate > 0 && d.rng.Float64() < f.Duplicate && s.pool.Len() > 0 {
+		dup = s.pool.Get()
 		copy(dup.Buf, fl.p.Buf[:fl.ip+fl.n])
 		d.stats.Duplicated++
 	}

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"sync"
 	"time"
 
 	"github.com/uroce/uroce/bth"
 	"github.com/uroce/uroce/pkg/link"
 	"github.com/uroce/uroce/pkg/link/internal/mmsg"
+	"github.com/uroce/uroce/pkg/link/internal/sock"
 	"github.com/uroce/uroce/pkg/link/internal/wire"
 	"golang.org/x/sys/unix"
 )
@@ -25,7 +25,6 @@ var (
 )
 
 var (
-	errClosed = fmt.Errorf("udp: %w", link.ErrClosed)
 	errTooBig = fmt.Errorf("udp: %w", link.ErrTooBig)
 	errFamily = fmt.Errorf("udp: destination of the other address family: %w", link.ErrNoRoute)
 	errShort  = errors.New("udp: packet shorter than BTH and ICRC")
@@ -58,25 +57,17 @@ type Stats struct {
 
 // Link is a RoCE link over a kernel UDP socket.
 type Link struct {
-	mu     sync.RWMutex // read-held by every call, write-held by Close
-	closed bool
+	c sock.Conn // pool, batches, counters, the owner's fence
 
-	fd, efd int
+	fd      int
 	v6      bool
 	port    uint16
 	info    link.Info
 	bufSize int
 
-	free   []*link.Packet
-	rx     []*link.Packet // buffers posted in rxb, one per slot
-	rxb    *mmsg.Batch
-	txb    *mmsg.Batch
-	tx     []*link.Packet
-	pfd    [2]unix.PollFd
-	ids    *idSolver
-	stats  Stats
-	cmsgV  cmsgResult
-	closeO sync.Once
+	ids        *idSolver
+	rxIDSolved uint64
+	cmsgV      cmsgResult
 }
 
 type cmsgResult struct {
@@ -108,7 +99,7 @@ func Open(cfg Config) (*Link, error) {
 	if cfg.MTU == 0 {
 		cfg.MTU = min(ifaceMTU(a), 9000)
 	}
-	l := &Link{fd: -1, efd: -1, v6: a.Is6(), port: cfg.Port}
+	l := &Link{fd: -1, v6: a.Is6(), port: cfg.Port}
 	l.info = link.Info{Kind: "udp", Name: a.String(), Addr: a, MTU: cfg.MTU}
 	if err := l.open(a, cfg); err != nil {
 		l.release()
@@ -169,28 +160,15 @@ func (l *Link) open(a netip.Addr, cfg Config) error {
 	if err := unix.Bind(fd, sa); err != nil {
 		return fmt.Errorf("udp: bind %v: %w", netip.AddrPortFrom(a, cfg.Port), err)
 	}
-	l.efd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
-	if err != nil {
-		return fmt.Errorf("udp: eventfd: %w", err)
-	}
-	l.pfd = [2]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(l.efd), Events: unix.POLLIN}}
-
+	l.ids = newIDSolver(cfg.MTU)
 	// Buffers: headroom plus the largest UDP payload the MTU allows.
 	l.bufSize = link.Headroom + cfg.MTU
-	slab := make([]byte, l.bufSize*cfg.Buffers)
-	pk := make([]link.Packet, cfg.Buffers)
-	l.free = make([]*link.Packet, 0, cfg.Buffers)
-	for i := range pk {
-		pk[i].Buf = slab[i*l.bufSize : (i+1)*l.bufSize : (i+1)*l.bufSize]
-		l.free = append(l.free, &pk[i])
-	}
-	ctrl := unix.CmsgSpace(unix.SizeofInet6Pktinfo) + unix.CmsgSpace(4) + 16
-	l.rxb = mmsg.New(cfg.Batch, ctrl)
-	l.txb = mmsg.New(cfg.Batch, unix.CmsgSpace(4))
-	l.rx = make([]*link.Packet, cfg.Batch)
-	l.tx = make([]*link.Packet, cfg.Batch)
-	l.ids = newIDSolver(cfg.MTU)
-	return nil
+	return l.c.Init(sock.Config{
+		Name: "udp", FD: fd, Batch: cfg.Batch, Buffers: cfg.Buffers, BufSize: l.bufSize,
+		TxCtrl: unix.CmsgSpace(4),
+		RxCtrl: unix.CmsgSpace(unix.SizeofInet6Pktinfo) + unix.CmsgSpace(4) + 16,
+		RxAt:   link.Headroom,
+	})
 }
 
 // ifaceMTU returns the MTU of the interface that holds a, or whose prefix
@@ -221,191 +199,59 @@ func ifaceMTU(a netip.Addr) int {
 }
 
 // Alloc implements link.Link.
-func (l *Link) Alloc(pkts []*link.Packet) int {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	if l.closed {
-		return 0
-	}
-	n := 0
-	for n < len(pkts) && len(l.free) > 0 {
-		p := l.free[len(l.free)-1]
-		l.free = l.free[:len(l.free)-1]
-		*p = link.Packet{Buf: p.Buf, Off: link.Headroom}
-		pkts[n] = p
-		n++
-	}
-	return n
-}
+func (l *Link) Alloc(pkts []*link.Packet) int { return l.c.Alloc(pkts) }
 
 // Release implements link.Link.
-func (l *Link) Release(pkts []*link.Packet) {
-	for i, p := range pkts {
-		if p != nil {
-			l.free = append(l.free, p)
-			pkts[i] = nil
-		}
-	}
-}
+func (l *Link) Release(pkts []*link.Packet) { l.c.Release(pkts) }
 
 // Send implements link.Link.
-func (l *Link) Send(pkts []*link.Packet) (int, error) {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	if l.closed {
-		l.stats.TxDropped += uint64(len(pkts))
-		l.Release(pkts)
-		return 0, errClosed
-	}
-	sent := 0
-	var firstErr error
-	for len(pkts) > 0 {
-		k := min(len(pkts), l.txb.Cap())
-		n, err := l.sendBatch(pkts[:k])
-		sent += n
-		if err != nil && firstErr == nil {
-			firstErr = err
-		}
-		pkts = pkts[k:]
-	}
-	return sent, firstErr
-}
+func (l *Link) Send(pkts []*link.Packet) (int, error) { return l.c.Send(pkts, l.stage) }
 
-func (l *Link) sendBatch(pkts []*link.Packet) (int, error) {
-	var firstErr error
-	drop := func(p *link.Packet, err error) {
-		l.stats.TxDropped++
-		l.free = append(l.free, p)
-		if firstErr == nil {
-			firstErr = err
-		}
+// stage writes the headers the kernel will write in front of p, for the
+// ICRC only, and points TX slot n at the RoCE packet.
+func (l *Link) stage(n int, p *link.Packet) error {
+	dst := p.Remote.Unmap()
+	if dst.Is6() != l.v6 || !dst.IsValid() {
+		return errFamily
 	}
-	src := l.info.Addr
-	n := 0
-	for i, p := range pkts {
-		pkts[i] = nil
-		dst := p.Remote.Unmap()
-		if dst.Is6() != l.v6 || !dst.IsValid() {
-			drop(p, errFamily)
-			continue
-		}
-		if p.Len < bth.BTHLen+bth.ICRCLen {
-			drop(p, errShort)
-			continue
-		}
-		h := wire.Header{Src: src, Dst: dst, SrcPort: l.port, DstPort: l.port, DF: true, TTL: 64}
-		hl := h.Len()
-		if hl+p.Len > l.info.MTU || p.Off < hl || p.Off+p.Len > len(p.Buf) {
-			drop(p, errTooBig)
-			continue
-		}
-		// The headers the kernel will write, for the ICRC only.
-		ip := wire.Put(p.Buf, p.Off, p.Len, &h)
-		if err := bth.PutICRC(p.Buf[ip : p.Off+p.Len]); err != nil {
-			drop(p, fmt.Errorf("udp: %w", err))
-			continue
-		}
-		l.txb.SetBuf(n, p.Buf[p.Off:p.Off+p.Len])
-		l.txb.SetInet(n, netip.AddrPortFrom(dst, l.port))
-		l.txb.ResetControl(n)
-		if l.v6 {
-			l.txb.AddControlInt(n, unix.IPPROTO_IPV6, unix.IPV6_TCLASS, int32(p.TOS))
-		} else {
-			l.txb.AddControlInt(n, unix.IPPROTO_IP, unix.IP_TOS, int32(p.TOS))
-		}
-		l.tx[n] = p
-		n++
+	if p.Len < bth.BTHLen+bth.ICRCLen {
+		return errShort
 	}
-	sent := 0
-	for i := 0; i < n; {
-		m, err := l.txb.Send(l.fd, i, n)
-		switch {
-		case err != nil:
-			// The message at i failed (e.g. EMSGSIZE, ENETUNREACH):
-			// drop it and go on with the rest.
-			drop(l.tx[i], fmt.Errorf("udp: sendmmsg: %w", err))
-			l.tx[i] = nil
-			i++
-		case m == 0:
-			// Socket buffer full: wait for room, briefly.
-			if !l.pollOut() {
-				for ; i < n; i++ {
-					drop(l.tx[i], fmt.Errorf("udp: send buffer full: %w", unix.EAGAIN))
-					l.tx[i] = nil
-				}
-			}
-		default:
-			for _, p := range l.tx[i : i+m] {
-				l.stats.TxPackets++
-				l.stats.TxBytes += uint64(p.Len)
-				l.free = append(l.free, p)
-			}
-			clear(l.tx[i : i+m])
-			sent += m
-			i += m
-		}
+	h := wire.Header{Src: l.info.Addr, Dst: dst, SrcPort: l.port, DstPort: l.port, DF: true, TTL: 64}
+	hl := h.Len()
+	if hl+p.Len > l.info.MTU || p.Off < hl || p.Off+p.Len > len(p.Buf) {
+		return errTooBig
 	}
-	return sent, firstErr
-}
-
-func (l *Link) pollOut() bool {
-	pfd := [1]unix.PollFd{{Fd: int32(l.fd), Events: unix.POLLOUT}}
-	ts := unix.NsecToTimespec(int64(100 * time.Millisecond))
-	n, err := unix.Ppoll(pfd[:], &ts, nil)
-	return err == nil && n > 0
+	ip := wire.Put(p.Buf, p.Off, p.Len, &h)
+	if err := bth.PutICRC(p.Buf[ip : p.Off+p.Len]); err != nil {
+		return fmt.Errorf("udp: %w", err)
+	}
+	tx := l.c.TX
+	tx.SetBuf(n, p.Buf[p.Off:p.Off+p.Len])
+	tx.SetInet(n, netip.AddrPortFrom(dst, l.port))
+	tx.ResetControl(n)
+	if l.v6 {
+		tx.AddControlInt(n, unix.IPPROTO_IPV6, unix.IPV6_TCLASS, int32(p.TOS))
+	} else {
+		tx.AddControlInt(n, unix.IPPROTO_IP, unix.IP_TOS, int32(p.TOS))
+	}
+	return nil
 }
 
 // Recv implements link.Link.
-func (l *Link) Recv(pkts []*link.Packet) (int, error) {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	if l.closed {
-		return 0, errClosed
-	}
-	// Post a buffer in every slot that lacks one.
-	want := min(len(pkts), l.rxb.Cap())
-	for i := range want {
-		if l.rx[i] == nil {
-			if len(l.free) == 0 {
-				want = i
-				break
-			}
-			p := l.free[len(l.free)-1]
-			l.free = l.free[:len(l.free)-1]
-			l.rx[i] = p
-			l.rxb.SetBuf(i, p.Buf[link.Headroom:])
-		}
-	}
-	if want == 0 {
-		return 0, nil
-	}
-	m, err := l.rxb.Recv(l.fd, want)
-	if err != nil {
-		return 0, fmt.Errorf("udp: recvmmsg: %w", err)
-	}
-	out := 0
-	for i := range m {
-		p := l.rx[i]
-		if l.accept(i, p) {
-			l.rx[i] = nil
-			pkts[out] = p
-			out++
-		}
-	}
-	return out, nil
-}
+func (l *Link) Recv(pkts []*link.Packet) (int, error) { return l.c.Recv(pkts, l.accept) }
 
 // accept checks slot i's datagram and fills p; a rejected datagram's
 // buffer stays posted.
 func (l *Link) accept(i int, p *link.Packet) bool {
-	n := l.rxb.Len(i)
-	if l.rxb.Flags(i)&unix.MSG_TRUNC != 0 || n < bth.BTHLen+bth.ICRCLen {
-		l.stats.RxDropped++
+	n := l.c.RX.Len(i)
+	if l.c.RX.Flags(i)&unix.MSG_TRUNC != 0 || n < bth.BTHLen+bth.ICRCLen {
+		l.c.Stats.RxDropped++
 		return false
 	}
-	from := l.rxb.Inet(i)
+	from := l.c.RX.Inet(i)
 	l.cmsgV = cmsgResult{local: l.info.Addr}
-	mmsg.Cmsg(l.rxb.Control(i), l.parseCmsg)
+	mmsg.Cmsg(l.c.RX.Control(i), l.parseCmsg)
 	*p = link.Packet{Buf: p.Buf, Off: link.Headroom, Len: n, Remote: from.Addr(), Local: l.cmsgV.local,
 		SrcPort: from.Port(), TOS: l.cmsgV.tos}
 	h := wire.Header{Src: p.Remote, Dst: p.Local, SrcPort: from.Port(), DstPort: l.port, DF: true}
@@ -413,7 +259,7 @@ func (l *Link) accept(i int, p *link.Packet) bool {
 	dg := p.Buf[ip : p.Off+n]
 	crc, err := bth.ICRC(dg)
 	if err != nil {
-		l.stats.RxDropped++
+		l.c.Stats.RxDropped++
 		return false
 	}
 	got := binary.LittleEndian.Uint32(dg[len(dg)-bth.ICRCLen:])
@@ -421,20 +267,20 @@ func (l *Link) accept(i int, p *link.Packet) bool {
 		// Only IPv4 has an ID to solve for; m counts the covered bytes
 		// after it (IP header offset 6 to the ICRC).
 		if l.v6 {
-			l.stats.RxICRCErrors++
+			l.c.Stats.RxICRCErrors++
 			return false
 		}
 		id, ok := l.ids.solve(len(dg)-bth.ICRCLen-6, got^crc)
 		if !ok {
-			l.stats.RxICRCErrors++
+			l.c.Stats.RxICRCErrors++
 			return false
 		}
 		// Leave the header as it was on the wire.
 		bth.IPv4(dg).SetID(id)
-		l.stats.RxIDSolved++
+		l.rxIDSolved++
 	}
-	l.stats.RxPackets++
-	l.stats.RxBytes += uint64(n)
+	l.c.Stats.RxPackets++
+	l.c.Stats.RxBytes += uint64(n)
 	return true
 }
 
@@ -453,54 +299,22 @@ func (l *Link) parseCmsg(level, typ int32, data []byte) {
 }
 
 // Wait implements link.Link.
-func (l *Link) Wait(timeout time.Duration) error {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	if l.closed {
-		return errClosed
-	}
-	var ts *unix.Timespec
-	var t unix.Timespec
-	if timeout >= 0 {
-		t = unix.NsecToTimespec(int64(timeout))
-		ts = &t
-	}
-	for {
-		_, err := unix.Ppoll(l.pfd[:], ts, nil)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("udp: ppoll: %w", err)
-		}
-		if l.pfd[1].Revents != 0 {
-			return errClosed
-		}
-		return nil
-	}
-}
+func (l *Link) Wait(timeout time.Duration) error { return l.c.Wait(timeout) }
 
 // Info implements link.Link.
 func (l *Link) Info() link.Info { return l.info }
 
 // Stats implements link.Link.
-func (l *Link) Stats() link.Stats { return l.stats.Stats }
+func (l *Link) Stats() link.Stats { return l.c.Stats }
 
 // ExtStats returns the counters with this backend's own.
-func (l *Link) ExtStats() Stats { return l.stats }
+func (l *Link) ExtStats() Stats { return Stats{Stats: l.c.Stats, RxIDSolved: l.rxIDSolved} }
 
-// Close implements link.Link.
+// Close implements link.Link. It may be called from any goroutine: it
+// wakes a Wait and returns once the owner is out of its call and the
+// socket is closed.
 func (l *Link) Close() error {
-	l.closeO.Do(func() {
-		// Wake a Wait in ppoll before taking the lock it holds.
-		var one [8]byte
-		one[0] = 1
-		unix.Write(l.efd, one[:])
-		l.mu.Lock()
-		l.closed = true
-		l.release()
-		l.mu.Unlock()
-	})
+	l.c.Close(l.release)
 	return nil
 }
 
@@ -509,9 +323,5 @@ func (l *Link) release() {
 		unix.Close(l.fd)
 		l.fd = -1
 	}
-	if l.efd >= 0 {
-		unix.Close(l.efd)
-		l.efd = -1
-	}
-	l.free, l.rx, l.tx = nil, nil, nil
+	l.c.Free()
 }

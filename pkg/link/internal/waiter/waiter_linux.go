@@ -1,0 +1,137 @@
+package waiter
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+const (
+	busy    = 1 << iota // the owner is inside a call
+	closing             // Close has begun; no call may start
+)
+
+// Waiter fences a link's owner against Close and is what the owner sleeps
+// in. Make one with New.
+type Waiter struct {
+	state  atomic.Uint32
+	exited chan struct{} // the owner left a call that Close interrupted
+	done   chan struct{} // Close has freed the link
+	efd    int
+	pfd    []unix.PollFd // the link's descriptors, then the eventfd
+	out    [2]unix.PollFd
+}
+
+// New makes a Waiter whose Wait watches fds for input; PollOut watches
+// fds[0] for room.
+func New(fds ...int) (*Waiter, error) {
+	efd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("eventfd: %w", err)
+	}
+	w := &Waiter{exited: make(chan struct{}, 1), done: make(chan struct{}), efd: efd}
+	for _, fd := range fds {
+		w.pfd = append(w.pfd, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
+	}
+	w.pfd = append(w.pfd, unix.PollFd{Fd: int32(efd), Events: unix.POLLIN})
+	if len(fds) > 0 {
+		w.out = [2]unix.PollFd{{Fd: int32(fds[0]), Events: unix.POLLOUT}, {Fd: int32(efd), Events: unix.POLLIN}}
+	}
+	return w, nil
+}
+
+// Enter begins a call of the owner. It returns false when the link is
+// closed or closing; then the call must not touch the link's resources.
+// Two goroutines inside the data path at once break the link's contract;
+// Enter panics rather than let them corrupt its buffers.
+func (w *Waiter) Enter() bool {
+	if w.state.CompareAndSwap(0, busy) {
+		return true
+	}
+	if w.state.Load()&closing != 0 {
+		return false
+	}
+	panic("link: data path used by two goroutines at once")
+}
+
+// Exit ends a call that Enter began.
+func (w *Waiter) Exit() {
+	if w.state.CompareAndSwap(busy, 0) {
+		return
+	}
+	// Close came in meanwhile and is waiting for us.
+	w.state.Store(closing)
+	w.exited <- struct{}{}
+}
+
+// Closing reports whether Close has begun; spinning waits check it.
+func (w *Waiter) Closing() bool { return w.state.Load()&closing != 0 }
+
+// Close marks the link closed, wakes the owner and waits until it is out
+// of its call; then the first caller runs free (which must end with Free)
+// and every caller returns once free has run.
+func (w *Waiter) Close(free func()) {
+	for {
+		s := w.state.Load()
+		if s&closing != 0 {
+			<-w.done
+			return
+		}
+		if w.state.CompareAndSwap(s, s|closing) {
+			if s&busy != 0 {
+				w.wake()
+				<-w.exited
+			}
+			free()
+			close(w.done)
+			return
+		}
+	}
+}
+
+func (w *Waiter) wake() {
+	one := [8]byte{1}
+	unix.Write(w.efd, one[:])
+}
+
+// Free closes the eventfd. Call it last, from the function given to Close
+// or when the link fails to open.
+func (w *Waiter) Free() {
+	if w.efd >= 0 {
+		unix.Close(w.efd)
+		w.efd = -1
+	}
+}
+
+// Wait sleeps until one of the descriptors is readable, the timeout passes
+// (negative: never) or Close wakes it, which it reports as closed. Call it
+// between Enter and Exit.
+func (w *Waiter) Wait(timeout time.Duration) (closed bool, err error) {
+	var ts *unix.Timespec
+	var t unix.Timespec
+	if timeout >= 0 {
+		t = unix.NsecToTimespec(int64(timeout))
+		ts = &t
+	}
+	for {
+		_, err := unix.Ppoll(w.pfd, ts, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return false, fmt.Errorf("ppoll: %w", err)
+		}
+		return w.pfd[len(w.pfd)-1].Revents != 0, nil
+	}
+}
+
+// PollOut waits up to d for room to send on the first descriptor and
+// reports whether there is some; Close cuts the wait short.
+func (w *Waiter) PollOut(d time.Duration) bool {
+	ts := unix.NsecToTimespec(int64(d))
+	w.out[0].Revents, w.out[1].Revents = 0, 0
+	n, err := unix.Ppoll(w.out[:], &ts, nil)
+	return err == nil && n > 0 && w.out[0].Revents&unix.POLLOUT != 0
+}

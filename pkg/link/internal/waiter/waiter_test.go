@@ -1,0 +1,157 @@
+package waiter
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func newT(t *testing.T) (*Waiter, [2]int) {
+	t.Helper()
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(p[0]); unix.Close(p[1]) })
+	w, err := New(p[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, p
+}
+
+func TestWaitReadable(t *testing.T) {
+	w, p := newT(t)
+	defer w.Close(w.Free)
+	if closed, err := w.Wait(0); closed || err != nil {
+		t.Fatalf("idle Wait(0): %v %v", closed, err)
+	}
+	unix.Write(p[1], []byte{1})
+	// Readable now, so even an unbounded wait returns at once.
+	if closed, err := w.Wait(-1); closed || err != nil {
+		t.Fatalf("Wait: %v %v", closed, err)
+	}
+}
+
+// TestCloseEndsWait: Close from another goroutine wakes an owner sleeping
+// in Wait, and frees only after the owner has left its call.
+func TestCloseEndsWait(t *testing.T) {
+	w, _ := newT(t)
+	var out atomic.Bool // the owner has left its call
+	entered := make(chan struct{})
+	res := make(chan bool)
+	go func() {
+		if !w.Enter() {
+			res <- false
+			return
+		}
+		close(entered)
+		closed, _ := w.Wait(-1)
+		out.Store(true)
+		w.Exit()
+		res <- closed
+	}()
+	<-entered
+	freed := false
+	w.Close(func() {
+		if !out.Load() {
+			t.Error("free ran while the owner was inside its call")
+		}
+		freed = true
+		w.Free()
+	})
+	if !freed {
+		t.Fatal("Close returned before free ran")
+	}
+	if !<-res {
+		t.Fatal("Wait did not report the close")
+	}
+	if w.Enter() {
+		t.Fatal("Enter succeeded after Close")
+	}
+}
+
+// TestCloseFencesOwner hammers Enter/Exit from an owner while another
+// goroutine closes: under the race detector, free's write must be ordered
+// after every access the owner made inside a call, and no call may start
+// after it.
+func TestCloseFencesOwner(t *testing.T) {
+	for range 50 {
+		w, _ := newT(t)
+		res := 0 // the owner's resource, freed by Close
+		var wg sync.WaitGroup
+		started := make(chan struct{})
+		wg.Go(func() {
+			close(started)
+			for w.Enter() {
+				res++
+				w.Exit()
+			}
+		})
+		<-started
+		w.Close(func() { res = -1; w.Free() })
+		wg.Wait()
+		if res != -1 {
+			t.Fatalf("owner touched the resource after free: %d", res)
+		}
+	}
+}
+
+// TestCloseTwice: every Close returns after free has run, once.
+func TestCloseTwice(t *testing.T) {
+	w, _ := newT(t)
+	var n atomic.Int32
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			w.Close(func() { time.Sleep(time.Millisecond); n.Add(1); w.Free() })
+			if n.Load() != 1 {
+				t.Error("Close returned before free ran")
+			}
+		})
+	}
+	wg.Wait()
+	if n.Load() != 1 {
+		t.Fatalf("free ran %d times", n.Load())
+	}
+}
+
+func TestConcurrentUsePanics(t *testing.T) {
+	w, _ := newT(t)
+	defer w.Close(w.Free)
+	w.Enter()
+	defer w.Exit()
+	defer func() {
+		if recover() == nil {
+			t.Fatal("second Enter did not panic")
+		}
+	}()
+	w.Enter()
+}
+
+// BenchmarkEnterExit is the cost the fence adds to every data-path call;
+// BenchmarkRWMutex is what a read-held RWMutex cost instead.
+func BenchmarkEnterExit(b *testing.B) {
+	var w Waiter
+	b.ReportAllocs()
+	for b.Loop() {
+		if w.Enter() {
+			w.Exit()
+		}
+	}
+}
+
+func BenchmarkRWMutex(b *testing.B) {
+	var mu sync.RWMutex
+	closed := false
+	b.ReportAllocs()
+	for b.Loop() {
+		mu.RLock()
+		if !closed {
+			mu.RUnlock()
+		}
+	}
+}
