@@ -431,4 +431,3 @@ func TestBadCalls(t *testing.T) {
 		t.Errorf("MRA when established: %v", err)
 	}
 }
-

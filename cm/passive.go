@@ -214,7 +214,13 @@ func (c *Conn) Reject(now time.Time, reason mad.RejectReason, privateData []byte
 	switch c.state {
 	case StateREQRcvd, StateMRAREQSent:
 		c.sendREJ(reason, mad.MsgREQ, privateData)
-		c.timewait(now)
+		// Remember the REJ for as long as the active side may repeat
+		// its REQ (every Remote CM Response Timeout plus a round trip,
+		// Max CM Retries times), so a lost REJ is sent again rather
+		// than the application asked twice. ib_cm forgets at once.
+		r := mad.MAD(c.req[:]).REQ()
+		c.state = StateTimewait
+		c.wait(now, time.Duration(r.MaxCMRetries()+1)*(mad.Timeout(r.RemoteCMResponseTimeout())+2*c.lifetime()))
 	case StateREQSent, StateREPWait:
 		c.sendREJ(reason, mad.MsgOther, privateData)
 		c.close()
