@@ -63,7 +63,7 @@ func newPair(t testing.TB, cfg pairConfig) *pair {
 		cfg.rdAtomic = 16
 	}
 	p := &pair{t: t, now: time.Unix(1e6, 0)}
-	la, lb := pipe.New(pipe.Config{MTU: 9000, Buffers: 8192, AtoB: cfg.faults, BtoA: cfg.faults, Seed: cfg.seed, Clock: func() time.Time { return p.now }})
+	la, lb := pipe.New(pipe.Config{MTU: 4200, Buffers: 1024, AtoB: cfg.faults, BtoA: cfg.faults, Seed: cfg.seed, Clock: func() time.Time { return p.now }})
 	p.a, p.b = p.newSide(la, cfg), p.newSide(lb, cfg)
 	p.connect(p.a, p.b, cfg, 0x100)
 	p.connect(p.b, p.a, cfg, 0x200)

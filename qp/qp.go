@@ -303,6 +303,7 @@ func (q *QP) reset() {
 // 10.3.1: all WRs complete with a flush error).
 func (q *QP) toError(now time.Time) {
 	q.state = StateErr
+	q.resp.rdRes = nil
 	q.e.stopTimer(&q.retrans)
 	q.e.stopTimer(&q.rnr)
 	q.req.needRetry, q.req.waitRNR = false, false

@@ -28,6 +28,12 @@ type responder struct {
 	// recycled oldest first, to answer duplicates (IBA 9.7.5.1.3).
 	res     []resource
 	resNext int
+	// The READ response being sent.
+	rdRes   *resource
+	rdPSN   bth.PSN
+	rdVA    uint64
+	rdN     uint32
+	rdFresh bool
 	// A class C error being reported: the NAK syndrome and the status of
 	// the receive WQE in progress.
 	syndrome bth.Syndrome
@@ -79,6 +85,13 @@ func (e *Engine) respond(q *QP, p *bth.Packet) {
 	psn := h.PSN()
 	op := p.Opcode()
 	info := p.Info()
+	// A READ response in progress goes out before the next request is
+	// looked at, as in rxe; if the link has no buffers for it, the
+	// request is dropped and comes again.
+	if r.rdRes != nil && !e.pumpRead(q, 1<<30) {
+		q.Counters.Dropped++
+		return
+	}
 	state := respCheckPSN
 	for {
 		switch state {
@@ -429,58 +442,74 @@ func (e *Engine) scatterRecv(q *QP, w *recvWQE, off uint32, data []byte) bool {
 	return true
 }
 
-// readReply sends the READ response packets for [va, va+n) starting at
-// psn. The first packet of the original request is FIRST or ONLY; a replay
-// from inside it continues with MIDDLE or LAST, as rxe does, so the
-// requester's opcode sequence holds. Only FIRST, LAST and ONLY carry an
-// AETH (IBA 9.4.3). Packets that find no buffer are left to the
-// requester's retry.
+// readReply starts the READ response for [va, va+n) at psn. The first
+// packet of the original request is FIRST or ONLY; a replay from inside it
+// continues with MIDDLE or LAST, as rxe does, so the requester's opcode
+// sequence holds. The packets go out sendBudget at a time (pumpRead) so a
+// large READ neither starves other QPs nor exhausts the link's buffers.
 func (e *Engine) readReply(q *QP, res *resource, psn bth.PSN, va uint64, n uint32) {
+	r := &q.resp
+	r.rdRes, r.rdPSN, r.rdVA, r.rdN, r.rdFresh = res, psn, va, n, psn == res.firstPSN
+	if !e.pumpRead(q, sendBudget) {
+		e.kick(q)
+	}
+}
+
+// pumpRead sends up to budget packets of the READ response in progress and
+// reports whether it is finished. Only FIRST, LAST and ONLY carry an AETH
+// (IBA 9.4.3).
+func (e *Engine) pumpRead(q *QP, budget int) bool {
+	r := &q.resp
+	res := r.rdRes
+	if res == nil {
+		return true
+	}
 	mtu := uint32(q.mtu)
-	fresh := psn == res.firstPSN
 	var mr *MR
-	if n > 0 {
+	if r.rdN > 0 {
 		mr = e.MRs.Lookup(res.rkey, q.cfg.PD, AccessRemoteRead)
 		if mr == nil {
-			return // deregistered since: the requester times out
+			r.rdRes = nil // deregistered since: the requester times out
+			return true
 		}
 	}
-	for {
-		size := min(n, mtu)
+	for ; budget > 0; budget-- {
+		size := min(r.rdN, mtu)
 		var op bth.Opcode
 		switch {
-		case fresh && n <= mtu:
+		case r.rdFresh && r.rdN <= mtu:
 			op = bth.RCReadResponseOnly
-		case fresh:
+		case r.rdFresh:
 			op = bth.RCReadResponseFirst
-		case n <= mtu:
+		case r.rdN <= mtu:
 			op = bth.RCReadResponseLast
 		default:
 			op = bth.RCReadResponseMiddle
 		}
-		fresh = false
-		bf := bth.BTHFields{Opcode: op, PSN: psn}
+		bf := bth.BTHFields{Opcode: op, PSN: r.rdPSN}
 		e.pf.AETH.Syndrome = bth.ACK(bth.CreditsInvalid)
-		e.pf.AETH.MSN = q.resp.msn & bth.QPNMask
+		e.pf.AETH.MSN = r.msn & bth.QPNMask
 		lp, dst := e.newPacket(q, &bf, int(size), true)
 		if lp == nil {
-			return
+			return false
 		}
 		if size > 0 {
-			src, ok := mr.slice(va, uint64(size))
-			if !ok {
-				clear(dst)
-			} else {
+			if src, ok := mr.slice(r.rdVA, uint64(size)); ok {
 				copy(dst, src)
+			} else {
+				clear(dst)
 			}
 		}
-		psn = psn.Next()
-		va += uint64(size)
-		n -= size
-		if n == 0 {
-			return
+		r.rdFresh = false
+		r.rdPSN = r.rdPSN.Next()
+		r.rdVA += uint64(size)
+		r.rdN -= size
+		if r.rdN == 0 {
+			r.rdRes = nil
+			return true
 		}
 	}
+	return false
 }
 
 // duplicate answers a request whose PSN was already executed (IBA
