@@ -1,9 +1,11 @@
 package cm
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/uroce/uroce/cm/mad"
@@ -163,10 +165,22 @@ func (m *Manager) NextDeadline() (time.Time, bool) {
 // ran out, the end of time-wait. The CM has a handful of connections per
 // application, so it scans them rather than keeping a timer heap.
 func (m *Manager) Tick(now time.Time) {
+	var due []*Conn
 	for _, c := range m.conns {
 		if !c.deadline.IsZero() && !now.Before(c.deadline) {
-			c.expire(now)
+			due = append(due, c)
 		}
+	}
+	// In deadline order, then by ID, so that a run is the same every
+	// time (map order is not): the simulator depends on it.
+	slices.SortFunc(due, func(a, b *Conn) int {
+		if c := a.deadline.Compare(b.deadline); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.localID, b.localID)
+	})
+	for _, c := range due {
+		c.expire(now)
 	}
 }
 
