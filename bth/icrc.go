@@ -93,21 +93,77 @@ var layouts = func() (l [16]icrcLayout) {
 	return l
 }()
 
-// headerCRC continues crc over the header part of a datagram with its
-// variant fields read as ones.
-func headerCRC(crc uint32, h []byte, l *icrcLayout) uint32 {
+// step8 feeds eight bytes (little-endian in v) to the slicing-by-8 CRC
+// state s.
+func step8(s uint32, v uint64) uint32 {
 	t := &slicing8
+	lo, hi := uint32(v)^s, uint32(v>>32)
+	return t[7][lo&0xff] ^ t[6][lo>>8&0xff] ^ t[5][lo>>16&0xff] ^ t[4][lo>>24] ^
+		t[3][hi&0xff] ^ t[2][hi>>8&0xff] ^ t[1][hi>>16&0xff] ^ t[0][hi>>24]
+}
+
+// headerCRC continues crc over the header part of a datagram with its
+// variant fields read as ones. The two common layouts (IPv4 without
+// options: 40 bytes; IPv6: 60) are unrolled.
+func headerCRC(crc uint32, h []byte, l *icrcLayout) uint32 {
 	s := ^crc
-	_ = h[l.words*8+l.tail-1]
-	for i := range l.words {
-		v := binary.LittleEndian.Uint64(h[i*8:]) | l.mask[i]
-		lo, hi := uint32(v)^s, uint32(v>>32)
+	m := &l.mask
+	le := binary.LittleEndian
+	t := &slicing8
+	var lo, hi uint32
+	// The unrolled cases repeat step8's body by hand: the compiler will
+	// not inline step8 (too costly) and a call per word costs more than
+	// the step.
+	switch {
+	case l.words == 5 && l.tail == 0:
+		_ = h[39]
+		lo, hi = uint32(le.Uint64(h[0:])|m[0])^s, uint32((le.Uint64(h[0:])|m[0])>>32)
 		s = t[7][lo&0xff] ^ t[6][lo>>8&0xff] ^ t[5][lo>>16&0xff] ^ t[4][lo>>24] ^
 			t[3][hi&0xff] ^ t[2][hi>>8&0xff] ^ t[1][hi>>16&0xff] ^ t[0][hi>>24]
+		lo, hi = uint32(le.Uint64(h[8:])|m[1])^s, uint32((le.Uint64(h[8:])|m[1])>>32)
+		s = t[7][lo&0xff] ^ t[6][lo>>8&0xff] ^ t[5][lo>>16&0xff] ^ t[4][lo>>24] ^
+			t[3][hi&0xff] ^ t[2][hi>>8&0xff] ^ t[1][hi>>16&0xff] ^ t[0][hi>>24]
+		lo, hi = uint32(le.Uint64(h[16:])|m[2])^s, uint32((le.Uint64(h[16:])|m[2])>>32)
+		s = t[7][lo&0xff] ^ t[6][lo>>8&0xff] ^ t[5][lo>>16&0xff] ^ t[4][lo>>24] ^
+			t[3][hi&0xff] ^ t[2][hi>>8&0xff] ^ t[1][hi>>16&0xff] ^ t[0][hi>>24]
+		lo, hi = uint32(le.Uint64(h[24:])|m[3])^s, uint32((le.Uint64(h[24:])|m[3])>>32)
+		s = t[7][lo&0xff] ^ t[6][lo>>8&0xff] ^ t[5][lo>>16&0xff] ^ t[4][lo>>24] ^
+			t[3][hi&0xff] ^ t[2][hi>>8&0xff] ^ t[1][hi>>16&0xff] ^ t[0][hi>>24]
+		lo, hi = uint32(le.Uint64(h[32:])|m[4])^s, uint32((le.Uint64(h[32:])|m[4])>>32)
+		s = t[7][lo&0xff] ^ t[6][lo>>8&0xff] ^ t[5][lo>>16&0xff] ^ t[4][lo>>24] ^
+			t[3][hi&0xff] ^ t[2][hi>>8&0xff] ^ t[1][hi>>16&0xff] ^ t[0][hi>>24]
+		return ^s
+	case l.words == 7 && l.tail == 4:
+		_ = h[59]
+		lo, hi = uint32(le.Uint64(h[0:])|m[0])^s, uint32((le.Uint64(h[0:])|m[0])>>32)
+		s = t[7][lo&0xff] ^ t[6][lo>>8&0xff] ^ t[5][lo>>16&0xff] ^ t[4][lo>>24] ^
+			t[3][hi&0xff] ^ t[2][hi>>8&0xff] ^ t[1][hi>>16&0xff] ^ t[0][hi>>24]
+		lo, hi = uint32(le.Uint64(h[8:])|m[1])^s, uint32((le.Uint64(h[8:])|m[1])>>32)
+		s = t[7][lo&0xff] ^ t[6][lo>>8&0xff] ^ t[5][lo>>16&0xff] ^ t[4][lo>>24] ^
+			t[3][hi&0xff] ^ t[2][hi>>8&0xff] ^ t[1][hi>>16&0xff] ^ t[0][hi>>24]
+		lo, hi = uint32(le.Uint64(h[16:])|m[2])^s, uint32((le.Uint64(h[16:])|m[2])>>32)
+		s = t[7][lo&0xff] ^ t[6][lo>>8&0xff] ^ t[5][lo>>16&0xff] ^ t[4][lo>>24] ^
+			t[3][hi&0xff] ^ t[2][hi>>8&0xff] ^ t[1][hi>>16&0xff] ^ t[0][hi>>24]
+		lo, hi = uint32(le.Uint64(h[24:])|m[3])^s, uint32((le.Uint64(h[24:])|m[3])>>32)
+		s = t[7][lo&0xff] ^ t[6][lo>>8&0xff] ^ t[5][lo>>16&0xff] ^ t[4][lo>>24] ^
+			t[3][hi&0xff] ^ t[2][hi>>8&0xff] ^ t[1][hi>>16&0xff] ^ t[0][hi>>24]
+		lo, hi = uint32(le.Uint64(h[32:])|m[4])^s, uint32((le.Uint64(h[32:])|m[4])>>32)
+		s = t[7][lo&0xff] ^ t[6][lo>>8&0xff] ^ t[5][lo>>16&0xff] ^ t[4][lo>>24] ^
+			t[3][hi&0xff] ^ t[2][hi>>8&0xff] ^ t[1][hi>>16&0xff] ^ t[0][hi>>24]
+		lo, hi = uint32(le.Uint64(h[40:])|m[5])^s, uint32((le.Uint64(h[40:])|m[5])>>32)
+		s = t[7][lo&0xff] ^ t[6][lo>>8&0xff] ^ t[5][lo>>16&0xff] ^ t[4][lo>>24] ^
+			t[3][hi&0xff] ^ t[2][hi>>8&0xff] ^ t[1][hi>>16&0xff] ^ t[0][hi>>24]
+		lo, hi = uint32(le.Uint64(h[48:])|m[6])^s, uint32((le.Uint64(h[48:])|m[6])>>32)
+		s = t[7][lo&0xff] ^ t[6][lo>>8&0xff] ^ t[5][lo>>16&0xff] ^ t[4][lo>>24] ^
+			t[3][hi&0xff] ^ t[2][hi>>8&0xff] ^ t[1][hi>>16&0xff] ^ t[0][hi>>24]
+	default:
+		_ = h[l.words*8+l.tail-1]
+		for i := range l.words {
+			s = step8(s, le.Uint64(h[i*8:])|m[i])
+		}
 	}
 	if l.tail == 4 {
-		v := binary.LittleEndian.Uint32(h[l.words*8:]) | uint32(l.mask[l.words])
-		s ^= v
+		s ^= le.Uint32(h[l.words*8:]) | uint32(m[l.words])
 		s = t[3][s&0xff] ^ t[2][s>>8&0xff] ^ t[1][s>>16&0xff] ^ t[0][s>>24]
 	}
 	return ^s
