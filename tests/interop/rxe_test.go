@@ -1,0 +1,247 @@
+package interop_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/uroce/uroce/bth"
+	"github.com/uroce/uroce/internal/pcapfile"
+	"github.com/uroce/uroce/tests/interop/lab"
+)
+
+// perftestPort is where perftest and the libibverbs examples exchange
+// their QP details over TCP.
+const perftestPort = 18515
+
+// pairTimeout bounds one server/client run: a failure detector for stuck
+// guests, generous because TCG guests share two cores with everything else.
+const pairTimeout = 4 * time.Minute
+
+// runPair starts cmd as the server on srv, waits until it listens, runs
+// cmd plus srv's address on cli, and returns both results. Either side
+// failing to exit 0 fails the test.
+func runPair(t *testing.T, srv, cli *lab.Guest, cmd string) (server, client lab.Result) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), pairTimeout)
+	defer cancel()
+	sj, err := srv.Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sj.Kill() // a server whose client never came
+	if err := srv.WaitListen(ctx, perftestPort); err != nil {
+		t.Fatal(err)
+	}
+	client, err = cli.Run(ctx, cmd+" "+srv.Addr.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err = sj.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := client.Err(); err != nil {
+		t.Errorf("client on %s: %v", cli.Name, err)
+	}
+	if err := server.Err(); err != nil {
+		t.Errorf("server on %s: %v", srv.Name, err)
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	return server, client
+}
+
+// counters reads the hw_counters of every guest.
+func counters(t *testing.T, gs ...*lab.Guest) []lab.Counters {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cs := make([]lab.Counters, len(gs))
+	for i, g := range gs {
+		c, err := g.Counters(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs[i] = c
+	}
+	return cs
+}
+
+// errorCounters are rxe hw_counters that only move when packets are lost,
+// reordered, malformed or refused: on a clean bridge they stay put.
+// (duplicate_request and completer_retry_err are left out: a TCG guest
+// can be descheduled past the QP's ACK timeout, so rxe retransmits now
+// and then even on a clean bridge, as the reference captures show.)
+var errorCounters = []string{"out_of_seq_request", "rcvd_seq_err", "retry_exceeded_err", "retry_rnr_exceeded_err", "send_err", "rcvd_rnr_err"}
+
+// retransmitCounters move when rxe recovers from a lost packet.
+var retransmitCounters = []string{"completer_retry_err", "rcvd_seq_err", "out_of_seq_request", "duplicate_request"}
+
+func sum(c lab.Counters, names []string) uint64 {
+	var n uint64
+	for _, k := range names {
+		n += c[k]
+	}
+	return n
+}
+
+// TestRxeToRxe boots two rxe guests and runs perftest and ibv_rc_pingpong
+// between them, checking each run's reports, the guests' hw_counters and
+// a capture of the bridge; then it drops 1 % of RoCE packets with
+// nftables and checks that rxe recovers.
+func TestRxeToRxe(t *testing.T) {
+	l := lab.New(t, lab.Config{})
+	gs := l.Boot(lab.GuestConfig{}, lab.GuestConfig{})
+	g1, g2 := gs[0], gs[1]
+
+	// The commands are the reference captures' (../shared/testdata/rxe-captures),
+	// with fewer iterations: TCG is slow.
+	const n = 20
+	cases := []struct {
+		name string
+		cmd  string
+		size int // message size perftest reports; 0 for ibv_rc_pingpong
+		// serverReports: the server prints a result table too (the
+		// passive side of read and atomic tests prints none).
+		serverReports bool
+		want          []bth.Opcode
+	}{
+		{"ib_write_lat", fmt.Sprintf("ib_write_lat -d rxe0 -x 1 -F -n %d -s 64", n), 64, true,
+			[]bth.Opcode{bth.RCWriteOnly, bth.RCAcknowledge}},
+		{"ib_read_lat", fmt.Sprintf("ib_read_lat -d rxe0 -x 1 -F -n %d -s 64", n), 64, false,
+			[]bth.Opcode{bth.RCReadRequest, bth.RCReadResponseOnly}},
+		{"ib_send_lat", fmt.Sprintf("ib_send_lat -d rxe0 -x 1 -F -n %d -s 64", n), 64, true,
+			[]bth.Opcode{bth.RCSendOnly, bth.RCAcknowledge}},
+		{"ib_atomic_lat", fmt.Sprintf("ib_atomic_lat -d rxe0 -x 1 -F -n %d", n), 8, false,
+			[]bth.Opcode{bth.RCFetchAdd, bth.RCAtomicAcknowledge}},
+		{"ib_write_bw", fmt.Sprintf("ib_write_bw -d rxe0 -x 1 -F -n %d -s 4096", n), 4096, true,
+			[]bth.Opcode{bth.RCWriteFirst, bth.RCWriteMiddle, bth.RCWriteLast, bth.RCAcknowledge}},
+		{"ibv_rc_pingpong", fmt.Sprintf("ibv_rc_pingpong -d rxe0 -g 1 -n %d -s 128", n), 0, true,
+			[]bth.Opcode{bth.RCSendOnly, bth.RCAcknowledge}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			before := counters(t, g1, g2)
+			capture := l.Capture(c.name)
+			server, client := runPair(t, g1, g2, c.cmd)
+			after := counters(t, g1, g2)
+			frames, err := capture.Stop()
+			if err != nil {
+				t.Error(err)
+			}
+			t.Logf("client (%s):\n%s", g2.Name, client.Stdout)
+
+			reports := []lab.Result{client}
+			if c.serverReports {
+				reports = append(reports, server)
+			}
+			for _, r := range reports {
+				if c.size == 0 {
+					if want := fmt.Sprintf("%d iters in", n); !strings.Contains(r.Stdout, want) {
+						t.Errorf("ibv_rc_pingpong output lacks %q:\n%s", want, r.Stdout)
+					}
+					continue
+				}
+				checkReport(t, r, c.size, n)
+			}
+			checkCapture(t, frames, c.want, before, after)
+		})
+	}
+
+	t.Run("drop1pct/ib_write_bw", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		d, err := l.DropRoCE(ctx, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Remove(context.Background())
+		before := counters(t, g1, g2)
+		// 64 KiB messages are 64 packets at IB MTU 1024: 3200 data
+		// packets, so a 1 % drop hits a few dozen of them.
+		const size, iters = 65536, 50
+		server, client := runPair(t, g1, g2, fmt.Sprintf("ib_write_bw -d rxe0 -x 1 -F -n %d -s %d", iters, size))
+		after := counters(t, g1, g2)
+		t.Logf("client (%s):\n%s", g2.Name, client.Stdout)
+		checkReport(t, server, size, iters)
+		checkReport(t, client, size, iters)
+		dropped, err := d.Dropped(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d1, d2 := after[0].Sub(before[0]), after[1].Sub(before[1])
+		t.Logf("nftables dropped %d RoCE packets; g1 %v; g2 %v", dropped, d1, d2)
+		if dropped == 0 {
+			t.Fatalf("nftables dropped nothing: the rule does not see the bridge's RoCE traffic")
+		}
+		if r := sum(d1, retransmitCounters) + sum(d2, retransmitCounters); r == 0 {
+			t.Errorf("%d packets dropped, yet no rxe retransmission counter (%v) moved", dropped, retransmitCounters)
+		}
+		for _, k := range []string{"retry_exceeded_err", "send_err"} {
+			if d1[k]+d2[k] != 0 {
+				t.Errorf("%s moved by %d", k, d1[k]+d2[k])
+			}
+		}
+	})
+}
+
+// checkReport checks that perftest's output has a result table for the
+// size and iteration count asked for.
+func checkReport(t *testing.T, r lab.Result, size, iters int) {
+	t.Helper()
+	rep, err := lab.ParsePerftest(r.Stdout)
+	if err != nil {
+		t.Errorf("%q: %v\n%s", r.Cmd, err, r.Stdout)
+		return
+	}
+	if rep.Bytes != size || rep.Iterations != iters {
+		t.Errorf("%q: report says %d bytes × %d iterations, want %d × %d", r.Cmd, rep.Bytes, rep.Iterations, size, iters)
+	}
+}
+
+// checkCapture checks a clean run's capture against the guests' counters:
+// every RoCEv2 packet decodes and has a good ICRC, the expected opcodes
+// are there, each guest received every packet the other sent (rxe counts
+// a packet received only once it passed its ICRC and header checks), and
+// the capture holds exactly the packets the guests counted as sent.
+func checkCapture(t *testing.T, frames []pcapfile.Record, want []bth.Opcode, before, after []lab.Counters) {
+	t.Helper()
+	s := lab.VerifyRoCE(frames)
+	t.Logf("capture: %v", s)
+	if err := s.Err(); err != nil {
+		t.Error(err)
+	}
+	for _, op := range want {
+		if s.Opcodes[op] == 0 {
+			t.Errorf("no %v packet in the capture", op)
+		}
+	}
+	d1, d2 := after[0].Sub(before[0]), after[1].Sub(before[1])
+	t.Logf("hw_counters moved: g1 %v; g2 %v", nonZero(d1), nonZero(d2))
+	for _, k := range errorCounters {
+		if d1[k] != 0 || d2[k] != 0 {
+			t.Errorf("%s moved on a clean bridge: g1 +%d, g2 +%d", k, d1[k], d2[k])
+		}
+	}
+	if d1["rcvd_pkts"] != d2["sent_pkts"] || d2["rcvd_pkts"] != d1["sent_pkts"] {
+		t.Errorf("packets lost between the guests: g1 sent %d, g2 received %d; g2 sent %d, g1 received %d",
+			d1["sent_pkts"], d2["rcvd_pkts"], d2["sent_pkts"], d1["rcvd_pkts"])
+	}
+	if sent := int(d1["sent_pkts"] + d2["sent_pkts"]); sent != s.Packets {
+		t.Errorf("the guests sent %d RoCE packets, the capture holds %d", sent, s.Packets)
+	}
+}
+
+func nonZero(c lab.Counters) lab.Counters {
+	out := lab.Counters{}
+	for k, v := range c {
+		if v != 0 {
+			out[k] = v
+		}
+	}
+	return out
+}
