@@ -1,0 +1,75 @@
+package qp
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/uroce/uroce/bth"
+	"github.com/uroce/uroce/pkg/link"
+)
+
+// FuzzResponder feeds arbitrary packets to an RTS QP whose memory holds a
+// writable region between guard bytes and a read-only region: the engine
+// must never panic and never write anywhere but the writable region.
+func FuzzResponder(f *testing.F) {
+	seed := func(op bth.Opcode, pf bth.PacketFields, payload []byte) {
+		pf.BTH.Opcode, pf.BTH.PSN, pf.BTH.AckReq, pf.BTH.PKey = op, ctxRQPSN, true, 0xffff
+		b := make([]byte, bth.PacketLen(op, len(payload)))
+		if _, err := pf.Encode(b, payload); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	key := uint32(1<<8 | 1) // the first region New registers
+	seed(bth.RCSendOnly, bth.PacketFields{}, []byte("hello"))
+	seed(bth.RCSendFirst, bth.PacketFields{}, make([]byte, ctxMTU))
+	seed(bth.RCWriteOnly, bth.PacketFields{RETH: bth.RETHFields{VA: ctxMemBase, RKey: key, DMALen: 8}}, make([]byte, 8))
+	seed(bth.RCWriteOnlyImm, bth.PacketFields{RETH: bth.RETHFields{VA: ctxMemBase + 4, RKey: key, DMALen: 3}, ImmDt: 9}, make([]byte, 3))
+	seed(bth.RCReadRequest, bth.PacketFields{RETH: bth.RETHFields{VA: ctxMemBase, RKey: key, DMALen: 3000}}, nil)
+	seed(bth.RCFetchAdd, bth.PacketFields{AtomicETH: bth.AtomicETHFields{VA: ctxMemBase + 8, RKey: key, SwapAdd: 1}}, nil)
+	seed(bth.RCCompareSwap, bth.PacketFields{AtomicETH: bth.AtomicETHFields{VA: ctxMemBase + 16, RKey: key + 1<<8}}, nil)
+	f.Fuzz(func(t *testing.T, pkt []byte) {
+		c := New(t)
+		c.Port.free = 512 // a link's buffers are finite; a 2 GiB READ must not run away
+		// Replace the 64 KiB region: writable [4096, 8192) of a larger
+		// array, read-only [12288, 16384), guards elsewhere.
+		if err := c.E.MRs.Deregister(c.MR.LKey); err != nil {
+			t.Fatal(err)
+		}
+		all := make([]byte, 16384)
+		for i := range all {
+			all[i] = byte(i*31 + 7)
+		}
+		before := bytes.Clone(all)
+		mr, err := c.E.MRs.Register(1, all[4096:8192], ctxMemBase, accessAll)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.E.MRs.Register(1, all[12288:], ctxMemBase+0x10000, AccessRemoteRead); err != nil {
+			t.Fatal(err)
+		}
+		c.QP.rq.head, c.QP.rq.tail = 0, 0
+		c.PostRecv(1, SGE{Addr: ctxMemBase + 1024, Length: 512, LKey: mr.LKey})
+		if len(pkt) >= bth.BTHLen {
+			h := bth.BTH(pkt)
+			h.SetDestQP(c.QP.QPN())
+		}
+		buf := make([]byte, link.Headroom+len(pkt))
+		copy(buf[link.Headroom:], pkt)
+		lp := &link.Packet{Buf: buf, Off: link.Headroom, Len: len(pkt)}
+		for range 3 { // again, to reach the duplicate paths
+			c.E.Receive(c.Now, []*link.Packet{lp})
+			c.E.Process(c.Now)
+		}
+		if !bytes.Equal(all[:4096], before[:4096]) || !bytes.Equal(all[8192:], before[8192:]) {
+			t.Fatal("wrote outside the writable region")
+		}
+		for _, sent := range c.Port.sent {
+			var p bth.Packet
+			if err := p.Decode(sent.RoCE()); err != nil {
+				t.Fatalf("sent an undecodable packet: %v", err)
+			}
+		}
+		c.Port.sent = nil
+	})
+}
