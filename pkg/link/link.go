@@ -127,4 +127,10 @@ var (
 	ErrTooBig = errors.New("packet exceeds link MTU")
 	// ErrNoRoute is returned when a destination cannot be resolved.
 	ErrNoRoute = errors.New("no route to destination")
+	// ErrResolving is returned by Send for packets dropped because the
+	// next hop's link-layer address is still being learnt in the
+	// background (the kernel's ARP or neighbour discovery). Sending again
+	// later, as the transport's retransmission does, gets them through;
+	// the engine loop never waits for the network.
+	ErrResolving = errors.New("next hop being resolved")
 )

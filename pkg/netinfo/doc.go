@@ -12,6 +12,14 @@
 // replace ADDR dev DEV use` does: neigh_event_send starts ARP or neighbour
 // discovery), and polls until the entry is reachable or the timeout passes.
 //
+// Lookup may therefore block for the timeout. A packet path must not: it
+// calls Resolve, which answers from the cache or starts the same lookup in
+// a background goroutine (one per destination) and returns ErrPending at
+// once, so the link drops the packet and the transport's retransmission
+// finds the answer cached. A failed background lookup is remembered for a
+// short while (FailTTL), so an unreachable peer costs a map lookup per
+// packet, not a goroutine.
+//
 // Answers are cached per destination. The cache is emptied whenever the
 // kernel announces a change of route, neighbour or address (netlink
 // multicast groups), and each answer is dropped after a TTL in any case, so

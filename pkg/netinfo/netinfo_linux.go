@@ -23,6 +23,9 @@ var (
 	ErrUnresolved = fmt.Errorf("netinfo: neighbour unresolved: %w", link.ErrNoRoute)
 	// ErrClosed is returned after Close.
 	ErrClosed = errors.New("netinfo: resolver closed")
+	// ErrPending is returned by Resolve while the answer is being looked
+	// up in the background; it matches link.ErrResolving.
+	ErrPending = fmt.Errorf("netinfo: %w", link.ErrResolving)
 )
 
 // Route is how a destination is reached.
@@ -53,6 +56,14 @@ type Options struct {
 	Timeout time.Duration
 	// NoSubscribe turns off netlink change notifications (TTL only).
 	NoSubscribe bool
+	// FailTTL is how long Resolve answers a failed background lookup's
+	// error before it tries again; 0 means 1 s.
+	FailTTL time.Duration
+}
+
+type failure struct {
+	err   error
+	until time.Time
 }
 
 type entry struct {
@@ -68,9 +79,12 @@ type Resolver struct {
 	opt  Options
 	done chan struct{}
 
-	mu     sync.RWMutex
-	cache  map[netip.Addr]entry
-	closed bool
+	mu      sync.RWMutex
+	cache   map[netip.Addr]entry
+	pending map[netip.Addr]struct{} // background lookups running
+	failed  map[netip.Addr]failure  // recent background failures
+	closed  bool
+	bg      sync.WaitGroup
 }
 
 // New opens a resolver.
@@ -80,6 +94,9 @@ func New(opt Options) (*Resolver, error) {
 	}
 	if opt.Timeout == 0 {
 		opt.Timeout = 3 * time.Second
+	}
+	if opt.FailTTL == 0 {
+		opt.FailTTL = time.Second
 	}
 	var (
 		nl  *netlink.Handle
@@ -104,7 +121,8 @@ func New(opt Options) (*Resolver, error) {
 		}
 		return nil, fmt.Errorf("netinfo: netlink: %w", err)
 	}
-	r := &Resolver{nl: nl, ns: ns, opt: opt, done: make(chan struct{}), cache: make(map[netip.Addr]entry)}
+	r := &Resolver{nl: nl, ns: ns, opt: opt, done: make(chan struct{}), cache: make(map[netip.Addr]entry),
+		pending: make(map[netip.Addr]struct{}), failed: make(map[netip.Addr]failure)}
 	if !opt.NoSubscribe {
 		r.subscribe()
 	}
@@ -177,10 +195,11 @@ func (r *Resolver) macChanged(n netlink.Neigh) bool {
 	return false
 }
 
-// Flush empties the cache.
+// Flush empties the cache and forgets failures.
 func (r *Resolver) Flush() {
 	r.mu.Lock()
 	clear(r.cache)
+	clear(r.failed)
 	r.mu.Unlock()
 }
 
@@ -194,6 +213,8 @@ func (r *Resolver) Close() error {
 	r.closed = true
 	r.mu.Unlock()
 	close(r.done)
+	// Background lookups use the netlink handle; they see done and stop.
+	r.bg.Wait()
 	r.nl.Close()
 	if r.ns.IsOpen() {
 		r.ns.Close()
@@ -235,6 +256,51 @@ func (r *Resolver) Lookup(dst netip.Addr) (Route, error) {
 	r.cache[dst] = entry{rt, time.Now().Add(r.opt.TTL)}
 	r.mu.Unlock()
 	return rt, nil
+}
+
+// Resolve is Lookup for a packet path that must not wait: it returns the
+// cached answer for dst when there is a fresh one; otherwise it starts a
+// lookup in the background (one per destination at a time) and returns
+// ErrPending, and the answer is cached for a later call. A background
+// lookup's failure is returned for FailTTL, then tried again. It does not
+// allocate on a cache hit.
+func (r *Resolver) Resolve(dst netip.Addr, now time.Time) (Route, error) {
+	dst = dst.Unmap()
+	if rt, ok := r.Cached(dst, now); ok {
+		return rt, nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return Route{}, ErrClosed
+	}
+	if f, ok := r.failed[dst]; ok && now.Before(f.until) {
+		return Route{}, f.err
+	}
+	if _, ok := r.pending[dst]; !ok {
+		r.pending[dst] = struct{}{}
+		r.bg.Add(1)
+		go r.background(dst)
+	}
+	return Route{}, ErrPending
+}
+
+func (r *Resolver) background(dst netip.Addr) {
+	defer r.bg.Done()
+	rt, err := r.lookup(dst)
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.pending, dst)
+	if r.closed {
+		return
+	}
+	if err != nil {
+		r.failed[dst] = failure{err, now.Add(r.opt.FailTTL)}
+		return
+	}
+	delete(r.failed, dst)
+	r.cache[dst] = entry{rt, now.Add(r.opt.TTL)}
 }
 
 func (r *Resolver) lookup(dst netip.Addr) (Route, error) {
@@ -325,7 +391,11 @@ func (r *Resolver) Neighbour(ifindex int, ip netip.Addr) ([6]byte, error) {
 			}
 			triggered = now
 		}
-		time.Sleep(delay)
+		select {
+		case <-r.done:
+			return [6]byte{}, ErrClosed
+		case <-time.After(delay):
+		}
 		if delay < 20*time.Millisecond {
 			delay *= 2
 		}

@@ -2,6 +2,7 @@ package afxdp_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net/netip"
 	"testing"
@@ -84,13 +85,23 @@ func exchange(t *testing.T, a, b link.Link, dst netip.Addr, sizes []int) {
 	rx := make([]*link.Packet, 8)
 	before := b.Stats()
 	for i, size := range sizes {
-		if a.Alloc(pk) != 1 {
-			t.Fatalf("alloc failed")
-		}
-		fill(t, pk[0], uint32(i), size, dst)
-		pk[0].SrcPort = 0xc123
-		if n, err := a.Send(pk); n != 1 || err != nil {
-			t.Fatalf("send %d-byte payload: %d, %v", size, n, err)
+		for {
+			if a.Alloc(pk) != 1 {
+				t.Fatalf("alloc failed")
+			}
+			fill(t, pk[0], uint32(i), size, dst)
+			pk[0].SrcPort = 0xc123
+			n, err := a.Send(pk)
+			if errors.Is(err, link.ErrResolving) {
+				// Dropped while the next hop is learnt: send again,
+				// as the transport would.
+				time.Sleep(time.Millisecond)
+				continue
+			}
+			if n != 1 || err != nil {
+				t.Fatalf("send %d-byte payload: %d, %v", size, n, err)
+			}
+			break
 		}
 		deadline := time.Now().Add(giveUp)
 		got := false

@@ -65,6 +65,7 @@ type Link struct {
 	ownRes   bool
 	ipID     uint16
 	g        wire.Datagram
+	now      time.Time // read once per Send, for the resolver's cache
 }
 
 // Where a received frame starts in a buffer: its IPv4 header's end, with
@@ -234,7 +235,14 @@ func (l *Link) Alloc(pkts []*link.Packet) int { return l.c.Alloc(pkts) }
 func (l *Link) Release(pkts []*link.Packet) { l.c.Release(pkts) }
 
 // Send implements link.Link.
-func (l *Link) Send(pkts []*link.Packet) (int, error) { return l.c.Send(pkts, l.stage) }
+//
+// A packet to a destination whose next hop is not yet known is dropped
+// (counted in TxDropped, with an error matching link.ErrResolving) while
+// the resolver learns it in the background: Send never waits for ARP.
+func (l *Link) Send(pkts []*link.Packet) (int, error) {
+	l.now = time.Time{}
+	return l.c.Send(pkts, l.stage)
+}
 
 // stage writes Ethernet, IP and UDP in front of p, its ICRC, and points TX
 // slot n at the frame.
@@ -246,7 +254,10 @@ func (l *Link) stage(n int, p *link.Packet) error {
 	if p.Len < bth.BTHLen+bth.ICRCLen {
 		return errShort
 	}
-	rt, err := l.res.Lookup(dst)
+	if l.now.IsZero() {
+		l.now = time.Now()
+	}
+	rt, err := l.res.Resolve(dst, l.now)
 	if err != nil {
 		return fmt.Errorf("afpacket: %w", err)
 	}

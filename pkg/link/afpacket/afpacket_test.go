@@ -1,6 +1,7 @@
 package afpacket_test
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/uroce/uroce/pkg/link/afpacket"
 	"github.com/uroce/uroce/pkg/link/linktest"
 	"github.com/uroce/uroce/pkg/link/udp"
+	"github.com/uroce/uroce/pkg/netinfo"
 	"golang.org/x/sys/unix"
 )
 
@@ -165,6 +167,82 @@ func BenchmarkVeth(b *testing.B) {
 					got += m
 					l2.Release(rx[:m])
 				}
+			}
+		})
+	}
+}
+
+// TestResolveInBackground: the first Send to a neighbour the kernel does
+// not know yet returns at once, dropping the packet with ErrResolving (had
+// it waited for ARP, it would have gone out or failed with ErrUnresolved),
+// and sending again after the background lookup gets it through. A
+// neighbour that never answers turns into ErrUnresolved, remembered, so
+// Send keeps returning at once.
+func TestResolveInBackground(t *testing.T) {
+	for _, fam := range []int{4, 6} {
+		t.Run(fmt.Sprintf("v%d", fam), func(t *testing.T) {
+			p := netns.NewPair(t, netns.PairConfig{})
+			a, b := p.Addr(fam)
+			h := p.A.NS.Handle()
+			res, err := netinfo.New(netinfo.Options{NetNS: &h, Timeout: 300 * time.Millisecond, FailTTL: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { res.Close() })
+			var af *afpacket.Link
+			if err := p.A.NS.Do(func() (err error) {
+				af, err = afpacket.Open(afpacket.Config{Ifname: p.A.Name, Addr: a, Resolver: res})
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { af.Close() })
+			u := openUDP(t, p.B, b)
+
+			send := func(dst netip.Addr) (int, error) {
+				pk := make([]*link.Packet, 1)
+				if af.Alloc(pk) != 1 {
+					t.Fatal("no buffer")
+				}
+				linktest.Fill(pk[0], 7, 32, dst)
+				return af.Send(pk)
+			}
+			n, err := send(b)
+			if n != 0 || !errors.Is(err, link.ErrResolving) || errors.Is(err, link.ErrNoRoute) {
+				t.Fatalf("first Send to an unresolved neighbour: %d, %v", n, err)
+			}
+			if s := af.Stats(); s.TxDropped != 1 || s.TxPackets != 0 {
+				t.Fatalf("stats after the drop %+v", s)
+			}
+			// Retransmit until the background lookup has the answer.
+			for n, err = send(b); errors.Is(err, link.ErrResolving); n, err = send(b) {
+				time.Sleep(time.Millisecond)
+			}
+			if n != 1 || err != nil {
+				t.Fatalf("Send once resolved: %d, %v", n, err)
+			}
+			rx := make([]*link.Packet, 1)
+			for {
+				if err := u.Wait(-1); err != nil {
+					t.Fatal(err)
+				}
+				if m, _ := u.Recv(rx); m == 1 {
+					break
+				}
+			}
+			if psn, err := linktest.Check(rx[0]); err != nil || psn != 7 {
+				t.Fatalf("received PSN %d, %v", psn, err)
+			}
+			u.Release(rx)
+
+			// Nobody holds this address: resolution fails in the
+			// background, and the failure is what Send reports then.
+			ghost := b.Next()
+			for n, err = send(ghost); errors.Is(err, link.ErrResolving); n, err = send(ghost) {
+				time.Sleep(time.Millisecond)
+			}
+			if n != 0 || !errors.Is(err, netinfo.ErrUnresolved) || !errors.Is(err, link.ErrNoRoute) {
+				t.Fatalf("Send to a silent neighbour: %d, %v", n, err)
 			}
 		})
 	}

@@ -3,8 +3,10 @@
 // writes and reads whole Ethernet frames itself.
 //
 // Send. For each packet the link looks up the route and the next hop's MAC
-// address through pkg/netinfo (a cached map lookup; the first packet to a
-// new destination may wait for ARP or neighbour discovery), then writes
+// address through pkg/netinfo (a cached map lookup; for a new destination
+// the resolver learns it in the background while Send drops the packet
+// with link.ErrResolving, so the engine loop never waits for ARP or
+// neighbour discovery and the transport's retransmission resends), then writes
 // Ethernet, IPv4 (DF set, TTL 64, an ID that increments per link) or IPv6
 // (hop limit 64) and UDP into the headroom, computes the ICRC over the real
 // headers and, for IPv6, the UDP checksum that Linux receivers demand. Each

@@ -322,10 +322,7 @@ func (l *Link) nextHop(dst netip.Addr, now *time.Time) ([6]byte, error) {
 	if now.IsZero() {
 		*now = time.Now()
 	}
-	if r, ok := l.res.Cached(dst, *now); ok {
-		return r.DstMAC, nil
-	}
-	r, err := l.res.Lookup(dst)
+	r, err := l.res.Resolve(dst, *now)
 	if err != nil {
 		return [6]byte{}, err
 	}

@@ -24,7 +24,8 @@
 // The source address is Config.Addr or the interface's first address. The
 // next hop's MAC address is Config.NeighborMAC when set, otherwise asked of
 // pkg/netinfo, whose per-destination cache makes the lookup a map read on
-// the packet path.
+// the packet path; a destination not yet resolved is learnt in the
+// background while Send drops its packets with link.ErrResolving.
 //
 // # Waiting
 //

@@ -60,8 +60,8 @@ var ErrIncomplete = errors.New("linktest: packets missing")
 // Exchange sends n packets of the given payload size from a to b, to
 // address dst, in batches of at most batch, and receives them on b,
 // checking each: payload, PSN (no duplicates) and, when from is valid, the
-// source address. It gives up after idle (no packet for that long) and
-// returns the PSNs received.
+// source address. Packets refused with link.ErrResolving are sent again.
+// It gives up after idle (no packet for that long).
 func Exchange(t testing.TB, a, b link.Link, dst, from netip.Addr, n, payload, batch int, idle time.Duration) error {
 	t.Helper()
 	pk := make([]*link.Packet, batch)
@@ -79,7 +79,9 @@ func Exchange(t testing.TB, a, b link.Link, dst, from netip.Addr, n, payload, ba
 				}
 			}
 			m, err := a.Send(pk[:k])
-			if err != nil {
+			// A next hop still being resolved drops the packets; send
+			// them again, as a transport's retransmission would.
+			if err != nil && !errors.Is(err, link.ErrResolving) {
 				return fmt.Errorf("send: %w", err)
 			}
 			sent += m
