@@ -1,0 +1,172 @@
+package verbs
+
+import (
+	"fmt"
+	"net/netip"
+
+	"github.com/uroce/uroce/qp"
+)
+
+// QPCap are a QP's capacities (ibv_qp_cap).
+type QPCap struct {
+	MaxSendWR, MaxRecvWR   int
+	MaxSendSGE, MaxRecvSGE int
+	MaxInline              int
+}
+
+// QPInit describes a new RC QP (ibv_qp_init_attr).
+type QPInit struct {
+	SendCQ, RecvCQ *CQ
+	Cap            QPCap
+	// SignalAll signals every send WR (sq_sig_all).
+	SignalAll bool
+}
+
+// QueuePair is a reliable-connected queue pair (ibv_qp).
+type QueuePair struct {
+	pd *PD
+	q  *qp.QP
+}
+
+// CreateQP makes an RC QP in RESET.
+func (pd *PD) CreateQP(init *QPInit) (*QueuePair, error) {
+	if init.SendCQ == nil || init.RecvCQ == nil || init.SendCQ.d != pd.d || init.RecvCQ.d != pd.d {
+		return nil, fmt.Errorf("create QP: %w", ErrWrongDevice)
+	}
+	pd.d.mu.Lock()
+	defer pd.d.mu.Unlock()
+	q, err := pd.d.e.CreateQP(qp.QPConfig{
+		PD: pd.id, SendCQ: init.SendCQ.c, RecvCQ: init.RecvCQ.c,
+		MaxSendWR: init.Cap.MaxSendWR, MaxRecvWR: init.Cap.MaxRecvWR,
+		MaxSendSGE: init.Cap.MaxSendSGE, MaxRecvSGE: init.Cap.MaxRecvSGE,
+		MaxInline: init.Cap.MaxInline, SignalAll: init.SignalAll,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &QueuePair{pd: pd, q: q}, nil
+}
+
+// QPN returns the QP number.
+func (q *QueuePair) QPN() uint32 { return q.q.QPN() }
+
+// State returns the QP's state.
+func (q *QueuePair) State() QPState {
+	q.pd.d.mu.Lock()
+	defer q.pd.d.mu.Unlock()
+	return q.q.State()
+}
+
+// Counters returns the QP's counters.
+func (q *QueuePair) Counters() QPCounters {
+	q.pd.d.mu.Lock()
+	defer q.pd.d.mu.Unlock()
+	return q.q.Counters
+}
+
+// Modify changes attributes and state (ibv_modify_qp). Errors wrap
+// ErrBadTransition, ErrMissingAttr, ErrBadAttr, or ErrMTU when the path MTU
+// does not fit the link.
+func (q *QueuePair) Modify(a *QPAttr, mask AttrMask) error {
+	d := q.pd.d
+	if mask&qp.AttrPathMTU != 0 && a.PathMTU > d.MaxPathMTU() {
+		return fmt.Errorf("modify QP %d: %w: %d > %d", q.QPN(), ErrMTU, a.PathMTU, d.MaxPathMTU())
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return q.q.Modify(d.clock(), a, mask)
+}
+
+// Endpoint is what two sides exchange out of band to connect (as
+// perftest and rdma_cm do): the address (GID), QPN and first PSN.
+type Endpoint struct {
+	Addr netip.Addr
+	QPN  uint32
+	PSN  uint32
+}
+
+// ConnectOptions are the connection attributes; zero fields take the
+// defaults perftest uses.
+type ConnectOptions struct {
+	Access      Access // remote access granted; 0 means read, write, atomic
+	PathMTU     int    // 0 means the largest the link carries, at most 4096
+	Timeout     uint8  // 0 means 14 (67 ms)
+	RetryCnt    uint8  // 0 means 7
+	RNRRetry    uint8  // 0 means 7
+	MinRNRTimer uint8  // 0 means 12 (0.64 ms)
+	RdAtomic    uint8  // 0 means 16, both directions
+	PSN         uint32 // this side's first PSN
+}
+
+// Endpoint returns this QP's side of a connection with the given first PSN.
+func (q *QueuePair) Endpoint(psn uint32) Endpoint {
+	return Endpoint{Addr: q.pd.d.Addr(), QPN: q.QPN(), PSN: psn}
+}
+
+// Connect takes a QP from RESET through INIT and RTR to RTS toward remote.
+func (q *QueuePair) Connect(remote Endpoint, o ConnectOptions) error {
+	if o.Access == 0 {
+		o.Access = AccessLocalWrite | AccessRemoteWrite | AccessRemoteRead | AccessRemoteAtomic
+	}
+	if o.PathMTU == 0 {
+		o.PathMTU = q.pd.d.MaxPathMTU()
+	}
+	def := func(v *uint8, d uint8) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&o.Timeout, 14)
+	def(&o.RetryCnt, 7)
+	def(&o.RNRRetry, 7)
+	def(&o.MinRNRTimer, 12)
+	def(&o.RdAtomic, 16)
+	steps := []struct {
+		a QPAttr
+		m AttrMask
+	}{
+		{QPAttr{State: StateInit, AccessFlags: o.Access}, qp.AttrState | qp.AttrAccessFlags | qp.AttrPKeyIndex | qp.AttrPort},
+		{QPAttr{State: StateRTR, DestAddr: remote.Addr, HopLimit: 64, PathMTU: o.PathMTU, DestQPN: remote.QPN, RQPSN: remote.PSN,
+			MaxDestRdAtomic: o.RdAtomic, MinRNRTimer: o.MinRNRTimer},
+			qp.AttrState | qp.AttrAV | qp.AttrPathMTU | qp.AttrDestQPN | qp.AttrRQPSN | qp.AttrMaxDestRdAtomic | qp.AttrMinRNRTimer},
+		{QPAttr{State: StateRTS, Timeout: o.Timeout, RetryCnt: o.RetryCnt, RNRRetry: o.RNRRetry, SQPSN: o.PSN, MaxRdAtomic: o.RdAtomic},
+			qp.AttrState | qp.AttrTimeout | qp.AttrRetryCnt | qp.AttrRNRRetry | qp.AttrSQPSN | qp.AttrMaxQPRdAtomic},
+	}
+	for _, s := range steps {
+		if err := q.Modify(&s.a, s.m); err != nil {
+			return fmt.Errorf("connect: %w", err)
+		}
+	}
+	return nil
+}
+
+// PostSend posts a send WR (ibv_post_send) and sends what it can at once.
+// Errors wrap ErrBadState, ErrQueueFull or ErrBadWR; a WR that fails later
+// completes with an error status instead.
+func (q *QueuePair) PostSend(wr *SendWR) error {
+	d := q.pd.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := q.q.PostSend(wr); err != nil {
+		return err
+	}
+	d.e.Process(d.clock())
+	return nil
+}
+
+// PostRecv posts a receive WR (ibv_post_recv). Errors wrap ErrBadState,
+// ErrQueueFull or ErrBadWR.
+func (q *QueuePair) PostRecv(wr *RecvWR) error {
+	d := q.pd.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return q.q.PostRecv(wr)
+}
+
+// Destroy removes the QP; outstanding WRs vanish without completions.
+func (q *QueuePair) Destroy() error {
+	d := q.pd.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.e.DestroyQP(q.q)
+}

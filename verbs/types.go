@@ -1,0 +1,52 @@
+package verbs
+
+import "github.com/uroce/uroce/qp"
+
+// The work request, completion and attribute types are the engine's, so a
+// WR crosses the API without a copy or conversion.
+type (
+	SGE        = qp.SGE
+	SendWR     = qp.SendWR
+	RecvWR     = qp.RecvWR
+	WC         = qp.Completion
+	WCStatus   = qp.WCStatus
+	WCOpcode   = qp.WCOpcode
+	WROpcode   = qp.WROpcode
+	SendFlags  = qp.SendFlags
+	Access     = qp.Access
+	QPAttr     = qp.Attr
+	AttrMask   = qp.AttrMask
+	QPState    = qp.QPState
+	QPCounters = qp.Counters
+	Counters   = qp.EngineCounters
+)
+
+// Re-exported constants, named as in rdma-core.
+const (
+	WRSend         = qp.WRSend
+	WRSendWithImm  = qp.WRSendWithImm
+	WRWrite        = qp.WRWrite
+	WRWriteWithImm = qp.WRWriteWithImm
+	WRRead         = qp.WRRead
+	WRCompareSwap  = qp.WRCompareSwap
+	WRFetchAdd     = qp.WRFetchAdd
+
+	SendFence     = qp.FlagFence
+	SendSignaled  = qp.FlagSignaled
+	SendSolicited = qp.FlagSolicited
+	SendInline    = qp.FlagInline
+
+	AccessLocalWrite   = qp.AccessLocalWrite
+	AccessRemoteWrite  = qp.AccessRemoteWrite
+	AccessRemoteRead   = qp.AccessRemoteRead
+	AccessRemoteAtomic = qp.AccessRemoteAtomic
+
+	WCSuccess = qp.WCSuccess
+
+	StateReset = qp.StateReset
+	StateInit  = qp.StateInit
+	StateRTR   = qp.StateRTR
+	StateRTS   = qp.StateRTS
+	StateSQD   = qp.StateSQD
+	StateErr   = qp.StateErr
+)
