@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -116,7 +117,7 @@ func (l *Lab) Start(cfg GuestConfig) (*Guest, error) {
 	// QEMU goes when the test process dies, however it dies.
 	g.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	g.started = time.Now()
-	if err := g.cmd.Start(); err != nil {
+	if err := startOnSpawner(g.cmd); err != nil {
 		console.Close()
 		return nil, fmt.Errorf("lab: start %s: %w", QEMU, err)
 	}
@@ -127,6 +128,30 @@ func (l *Lab) Start(cfg GuestConfig) (*Guest, error) {
 	}()
 	l.t.Cleanup(g.shutdown)
 	return g, nil
+}
+
+// Pdeathsig fires when the thread that forked the child exits, not the
+// process, and Go ends threads whose goroutine exits while locked to them
+// (as netns does with namespace-switched threads). So QEMU is forked from
+// one locked thread that lives as long as the process.
+var (
+	spawnOnce sync.Once
+	spawnReqs chan *exec.Cmd
+	spawnErrs chan error
+)
+
+func startOnSpawner(cmd *exec.Cmd) error {
+	spawnOnce.Do(func() {
+		spawnReqs, spawnErrs = make(chan *exec.Cmd), make(chan error)
+		go func() {
+			runtime.LockOSThread() // never unlocked: this thread never ends
+			for c := range spawnReqs {
+				spawnErrs <- c.Start()
+			}
+		}()
+	})
+	spawnReqs <- cmd
+	return <-spawnErrs
 }
 
 // newTap creates a tap in the lab namespace, puts it on the bridge and

@@ -16,8 +16,11 @@ type RoCEStats struct {
 	Frames  int                // every frame
 	Packets int                // RoCEv2 packets (UDP to port 4791), good or bad
 	Opcodes map[bth.Opcode]int // good packets by BTH opcode
-	Bad     int                // packets that did not decode or verify
-	Errs    []error            // the first few of those, with their frame numbers
+	// MaxPayload is the largest payload of a good packet: the IB MTU
+	// in use when the run had messages that large.
+	MaxPayload int
+	Bad        int     // packets that did not decode or verify
+	Errs       []error // the first few of those, with their frame numbers
 }
 
 // maxErrs is how many bad packets a RoCEStats describes.
@@ -52,6 +55,7 @@ func VerifyRoCE(recs []pcapfile.Record) RoCEStats {
 				continue
 			}
 			s.Opcodes[f.Opcode()]++
+			s.MaxPayload = max(s.MaxPayload, len(f.Payload()))
 		}
 	}
 	return s
@@ -68,7 +72,7 @@ func (s RoCEStats) Err() error {
 // String lists the opcodes seen, e.g. "RC_RDMA_WRITE_ONLY×20 RC_ACKNOWLEDGE×20".
 func (s RoCEStats) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d frames, %d RoCEv2 packets (%d bad):", s.Frames, s.Packets, s.Bad)
+	fmt.Fprintf(&b, "%d frames, %d RoCEv2 packets (%d bad), payloads up to %d bytes:", s.Frames, s.Packets, s.Bad, s.MaxPayload)
 	for _, op := range slices.Sorted(maps.Keys(s.Opcodes)) {
 		fmt.Fprintf(&b, " %v×%d", op, s.Opcodes[op])
 	}
