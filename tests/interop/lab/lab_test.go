@@ -3,6 +3,8 @@ package lab_test
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -58,6 +60,36 @@ func TestGuestJobs(t *testing.T) {
 	}
 	if r.ExitCode != 128+9 {
 		t.Errorf("killed job exited %d, want %d (SIGKILL)", r.ExitCode, 128+9)
+	}
+
+	// The Peer namespace, where uroce runs, reaches the guest through
+	// the veth and the bridge.
+	srv, err := g.Start(`echo hello from the guest | nc -l -p 7000`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.WaitListen(ctx, 7000); err != nil {
+		t.Fatal(err)
+	}
+	var got []byte
+	err = l.Peer.Do(func() error {
+		var d net.Dialer
+		c, err := d.DialContext(ctx, "tcp", net.JoinHostPort(g.Addr.String(), "7000"))
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		got, err = io.ReadAll(c)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("from the peer namespace to %s: %v", g.Addr, err)
+	}
+	if string(got) != "hello from the guest\n" {
+		t.Errorf("read %q from the guest", got)
+	}
+	if r, err := srv.Wait(ctx); err != nil || r.ExitCode != 0 {
+		t.Errorf("nc in the guest: %v, %v", err, r.Err())
 	}
 
 	c, err := g.Counters(ctx)
