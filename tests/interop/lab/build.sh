@@ -72,6 +72,23 @@ mkdir -p "$cache"/{debs,extract,images}
 exec 9>"$cache/.lock"
 flock 9 # one build at a time, whichever process asks
 
+# Resolving versions costs a few seconds of apt; its answer can only
+# change when the package lists or this script do, so it is remembered
+# under a stamp of both.
+lists_stamp=$( {
+	ls -l --time-style=+%s.%N /var/lib/apt/lists/ 2>/dev/null
+	sha256sum "$here/build.sh" "$here/guest/init"
+} | sha256sum | cut -c1-16)
+if [ -f "$cache/resolved/$lists_stamp" ]; then
+	img="$cache/images/$(cat "$cache/resolved/$lists_stamp")"
+	if [ -f "$img/READY" ]; then
+		log "cached: $img"
+		touch "$img"
+		echo "$img"
+		exit 0
+	fi
+fi
+
 candidate() { apt-cache policy "$1" 2>/dev/null | awk '/Candidate:/{print $2; exit}'; }
 
 # The kernel: whatever ABI package linux-image-amd64 (6.1 in Debian 12)
@@ -105,9 +122,11 @@ key=$( {
 	sha256sum "$here/build.sh" "$here/guest/init" | awk '{print $1}'
 } | sha256sum | cut -c1-16)
 img="$cache/images/$key"
+remember() { mkdir -p "$cache/resolved" && echo "$key" >"$cache/resolved/$lists_stamp"; }
 if [ -f "$img/READY" ]; then
 	log "cached: $img"
 	touch "$img" # in use: keeps it from the pruning below
+	remember
 	echo "$img"
 	exit 0
 fi
@@ -346,7 +365,10 @@ fi
 touch "$work/img/READY"
 rm -rf "$img"
 mv "$work/img" "$img"
-# Images of other package versions, unused for a week, go.
-find "$cache/images" -mindepth 1 -maxdepth 1 -type d ! -name "$key" -mtime +7 -exec rm -rf {} +
+remember
+# Images and unpacked packages of other versions, unused for a week, go.
+touch "$kdir" "$udir"
+find "$cache/images" "$cache/extract" -mindepth 1 -maxdepth 1 -type d -mtime +7 -exec rm -rf {} +
+find "$cache/resolved" -type f -mtime +7 -delete
 log "initrd $(du -h "$img/initrd.gz" | cut -f1), modules: $(tr '\n' ' ' <"$root/lib/modules/load-order")"
 echo "$img"

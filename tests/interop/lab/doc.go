@@ -33,4 +33,15 @@
 // VerifyRoCE checks that every RoCEv2 packet in them decodes and carries a
 // valid ICRC (package bth). DropRoCE adds an nftables rule dropping a
 // percentage of RoCE packets crossing the bridge.
+//
+// Running (as root; -short skips every test that boots a guest):
+//
+//	bash tests/interop/lab/build.sh     # build or find the image; prints its directory
+//	go test ./tests/interop/...
+//
+// Environment:
+//
+//	UROCE_LAB_CACHE      the build cache (default ${XDG_CACHE_HOME:-$HOME/.cache}/uroce-lab)
+//	UROCE_LAB_IMAGE      a ready image directory: build.sh is not run
+//	UROCE_LAB_ARTIFACTS  keep consoles, shares and pcaps under this directory
 package lab
