@@ -46,7 +46,7 @@ MODULES=(crc32_generic virtio_pci virtio_net 9pnet_virtio 9p udp_tunnel ip6_udp_
 	ib_core ib_uverbs rdma_rxe ib_cm iw_cm rdma_cm rdma_ucm ib_umad)
 # Host tools the lab needs, by Debian package.
 HOST_TOOLS=(qemu-system-x86_64:qemu-system-x86 nft:nftables cpio:cpio readelf:binutils
-	xz:xz-utils dpkg-deb:dpkg flock:util-linux depmod:kmod)
+	xz:xz-utils dpkg-deb:dpkg flock:util-linux depmod:kmod ip:iproute2)
 
 updated=0
 apt_update() {
