@@ -13,6 +13,7 @@ import (
 	"github.com/uroce/uroce/pkg/link/internal/sock"
 	"github.com/uroce/uroce/pkg/link/internal/wire"
 	"github.com/uroce/uroce/pkg/netinfo"
+	"github.com/vishvananda/netlink"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
@@ -24,6 +25,9 @@ var (
 	// ErrAddr is returned when the address is missing or not on the
 	// interface.
 	ErrAddr = errors.New("afpacket: need an address of the interface")
+	// ErrVLAN is returned for a VLAN ID outside 1-4094 or a priority
+	// above 7.
+	ErrVLAN = errors.New("afpacket: VLAN ID must be 1-4094 and priority 0-7")
 )
 
 var (
@@ -47,6 +51,16 @@ type Config struct {
 	// Resolver answers route and neighbour questions; nil means the link
 	// opens its own in the caller's network namespace.
 	Resolver *netinfo.Resolver
+	// VLAN, when nonzero, is an 802.1Q VLAN ID (1-4094): Send tags every
+	// frame with it and Priority, and Recv accepts only frames that came
+	// with that tag (without it, only untagged or priority-tagged, VID 0,
+	// frames). Addr may then be on a VLAN sub-interface of Ifname with
+	// that ID (ip link add link IF name IF.ID type vlan id ID), which is
+	// how the kernel resolves the VLAN's neighbours and answers ARP.
+	VLAN uint16
+	// Priority is the 802.1Q priority code point (0-7) of tagged frames;
+	// RoCE deployments put the lossless class on 3.
+	Priority uint8
 	// NoPortReservation skips the UDP socket that keeps the kernel from
 	// answering RoCE packets with ICMP port unreachable (for when a
 	// firewall rule does that job).
@@ -64,6 +78,8 @@ type Link struct {
 	res      *netinfo.Resolver
 	ownRes   bool
 	ipID     uint16
+	ethLen   int    // Ethernet header on send: 14, or 18 with a VLAN tag
+	tci      uint16 // the 802.1Q tag control information, or 0
 	g        wire.Datagram
 	now      time.Time // read once per Send, for the resolver's cache
 }
@@ -80,8 +96,16 @@ func Open(cfg Config) (*Link, error) {
 		return nil, fmt.Errorf("afpacket: %w", err)
 	}
 	a := cfg.Addr.Unmap()
+	if cfg.VLAN > 4094 || cfg.Priority > 7 {
+		return nil, fmt.Errorf("%w: VLAN %d priority %d", ErrVLAN, cfg.VLAN, cfg.Priority)
+	}
+	mtu := ifc.MTU
 	if !onInterface(ifc, a) {
-		return nil, fmt.Errorf("%w: %v on %s", ErrAddr, cfg.Addr, cfg.Ifname)
+		sub := vlanOf(ifc.Index, cfg.VLAN)
+		if sub == nil || !onInterface(sub, a) {
+			return nil, fmt.Errorf("%w: %v on %s", ErrAddr, cfg.Addr, cfg.Ifname)
+		}
+		mtu = sub.MTU
 	}
 	if cfg.Batch == 0 {
 		cfg.Batch = 64
@@ -93,13 +117,40 @@ func Open(cfg Config) (*Link, error) {
 	if cfg.SockBuf == 0 {
 		cfg.SockBuf = 4 << 20
 	}
-	l := &Link{fd: -1, resv: -1, ifindex: ifc.Index, v6: a.Is6(), res: cfg.Resolver}
-	l.info = link.Info{Kind: "afpacket", Name: ifc.Name, Addr: a, MTU: ifc.MTU}
+	l := &Link{fd: -1, resv: -1, ifindex: ifc.Index, v6: a.Is6(), res: cfg.Resolver, ethLen: bth.EthernetLen}
+	if cfg.VLAN != 0 {
+		l.ethLen += vlanLen
+		l.tci = uint16(cfg.Priority)<<13 | cfg.VLAN
+	}
+	l.info = link.Info{Kind: "afpacket", Name: ifc.Name, Addr: a, MTU: mtu}
 	if err := l.open(cfg); err != nil {
 		l.release()
 		return nil, err
 	}
 	return l, nil
+}
+
+// vlanLen is the size of an 802.1Q tag.
+const vlanLen = 4
+
+// vlanOf returns the VLAN sub-interface of parent with ID vid, or nil.
+func vlanOf(parent int, vid uint16) *net.Interface {
+	if vid == 0 {
+		return nil
+	}
+	ls, err := netlink.LinkList()
+	if err != nil {
+		return nil
+	}
+	for _, l := range ls {
+		if v, ok := l.(*netlink.Vlan); ok && v.ParentIndex == parent && v.VlanId == int(vid) {
+			ifc, err := net.InterfaceByIndex(v.Index)
+			if err == nil {
+				return ifc
+			}
+		}
+	}
+	return nil
 }
 
 func onInterface(ifc *net.Interface, a netip.Addr) bool {
@@ -117,15 +168,46 @@ func onInterface(ifc *net.Interface, a netip.Addr) bool {
 	return false
 }
 
-// filter passes IPv4 or IPv6 UDP to port 4791; IPv4 only unfragmented
+// filter is vlanFilter then ipFilter.
+func filter(vid uint16) ([]bpf.RawInstruction, error) {
+	ip := ipInstructions()
+	return bpf.Assemble(append(vlanFilter(vid, len(ip)), ip...))
+}
+
+// vlanFilter passes, on to the next of rest instructions (whose last one
+// rejects), frames that came with VLAN ID vid, or, for vid 0, untagged and
+// priority-tagged ones. The kernel has taken the tag out of the frame and
+// into the packet's metadata by the time a packet socket sees it, so the
+// filter reads it with the VLAN ancillary loads.
+func vlanFilter(vid uint16, rest int) []bpf.Instruction {
+	if vid == 0 {
+		// The tag reads as 0 when there is none.
+		return []bpf.Instruction{
+			bpf.LoadExtension{Num: bpf.ExtVLANTag},
+			bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: 0xfff},
+			bpf.JumpIf{Cond: bpf.JumpEqual, Val: 0, SkipFalse: uint8(rest - 1)},
+		}
+	}
+	return []bpf.Instruction{
+		bpf.LoadExtension{Num: bpf.ExtVLANTagPresent},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: 0, SkipTrue: uint8(rest - 1 + 3)},
+		bpf.LoadExtension{Num: bpf.ExtVLANTag},
+		bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: 0xfff},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(vid), SkipFalse: uint8(rest - 1)},
+	}
+}
+
+// ipFilter passes IPv4 or IPv6 UDP to port 4791; IPv4 only unfragmented
 // with no options longer than the header allows.
-func filter() ([]bpf.RawInstruction, error) {
+func ipFilter() ([]bpf.RawInstruction, error) { return bpf.Assemble(ipInstructions()) }
+
+func ipInstructions() []bpf.Instruction {
 	const (
 		ethType = 12
 		ip      = bth.EthernetLen
 		accept  = 0x40000
 	)
-	return bpf.Assemble([]bpf.Instruction{
+	return []bpf.Instruction{
 		/* 0 */ bpf.LoadAbsolute{Off: ethType, Size: 2},
 		/* 1 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: bth.EtherTypeIPv4, SkipFalse: 7},
 		// IPv4: protocol UDP, no fragment offset or MF, dst port 4791.
@@ -144,7 +226,7 @@ func filter() ([]bpf.RawInstruction, error) {
 		/* 13 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: bth.RoCEPort, SkipFalse: 1},
 		/* 14 */ bpf.RetConstant{Val: accept},
 		/* 15 */ bpf.RetConstant{Val: 0},
-	})
+	}
 }
 
 func attach(fd int, prog []bpf.RawInstruction) error {
@@ -178,7 +260,7 @@ func (l *Link) open(cfg Config) error {
 		return fmt.Errorf("afpacket: socket: %w", err)
 	}
 	l.fd = fd
-	prog, err := filter()
+	prog, err := filter(cfg.VLAN)
 	if err != nil {
 		return fmt.Errorf("afpacket: filter: %w", err)
 	}
@@ -267,7 +349,7 @@ func (l *Link) stage(n int, p *link.Packet) error {
 		h.SrcPort = 0xc000
 	}
 	hl := h.Len()
-	if hl+p.Len > min(l.info.MTU, rt.MTU) || p.Off < hl+bth.EthernetLen || p.Off+p.Len > len(p.Buf) {
+	if hl+p.Len > min(l.info.MTU, rt.MTU) || p.Off < hl+l.ethLen || p.Off+p.Len > len(p.Buf) {
 		return errTooBig
 	}
 	l.ipID++
@@ -281,8 +363,16 @@ func (l *Link) stage(n int, p *link.Packet) error {
 		et = bth.EtherTypeIPv6
 		wire.PutUDPChecksum(dg)
 	}
-	eth := ip - bth.EthernetLen
-	bth.Ethernet(p.Buf[eth:]).Encode(&bth.EthernetFields{Dst: rt.DstMAC, Src: rt.SrcMAC, EtherType: et})
+	eth := ip - l.ethLen
+	if l.tci != 0 {
+		// Addresses, then the tag (TPID 0x8100, TCI), then the EtherType.
+		bth.Ethernet(p.Buf[eth:]).Encode(&bth.EthernetFields{Dst: rt.DstMAC, Src: rt.SrcMAC, EtherType: bth.EtherTypeVLAN})
+		binary.BigEndian.PutUint16(p.Buf[eth+14:], l.tci)
+		binary.BigEndian.PutUint16(p.Buf[eth+16:], et)
+		et = bth.EtherTypeVLAN
+	} else {
+		bth.Ethernet(p.Buf[eth:]).Encode(&bth.EthernetFields{Dst: rt.DstMAC, Src: rt.SrcMAC, EtherType: et})
+	}
 	l.c.TX.SetBuf(n, p.Buf[eth:p.Off+p.Len])
 	l.c.TX.SetLinklayer(n, l.ifindex, et, rt.DstMAC)
 	return nil

@@ -10,7 +10,7 @@ import (
 )
 
 func TestFilter(t *testing.T) {
-	prog, err := filter()
+	prog, err := ipFilter()
 	if err != nil {
 		t.Fatal(err)
 	}

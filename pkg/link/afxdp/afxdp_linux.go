@@ -79,6 +79,13 @@ type Config struct {
 	SrcPort uint16
 	// HopLimit is the IPv4 TTL and IPv6 hop limit (default 64).
 	HopLimit uint8
+	// VLAN, when nonzero, is an 802.1Q VLAN ID (1-4094) that Send tags
+	// every frame with, at priority Priority (0-7). Receive takes tagged
+	// and untagged frames alike, as the XDP program steers both. Addr is
+	// then one of the VLAN sub-interface's, through which the resolver
+	// finds neighbours.
+	VLAN     uint16
+	Priority uint8
 }
 
 // Link is an AF_XDP RoCEv2 link on one interface.
@@ -120,6 +127,9 @@ func Open(cfg Config) (_ *Link, err error) {
 	}
 	if cfg.HopLimit == 0 {
 		cfg.HopLimit = 64
+	}
+	if cfg.VLAN > 4094 || cfg.Priority > 7 {
+		return nil, fmt.Errorf("VLAN %d priority %d: %w", cfg.VLAN, cfg.Priority, ErrConfig)
 	}
 	nl, err := netlink.LinkByName(cfg.Interface)
 	if err != nil {
@@ -355,7 +365,7 @@ func (l *Link) Send(pkts []*link.Packet) (int, error) {
 		}
 		err := l.build(p, &now)
 		if err == nil {
-			h := hdrLen(is6(p.Remote))
+			h := l.hdrLen(is6(p.Remote))
 			if !q.queueTX(off+p.Off-h, h+p.Len) {
 				err = ErrTxFull
 			}
@@ -388,6 +398,14 @@ func cmp(first, err error) error {
 	return err
 }
 
+// hdrLen is the length of the headers Send writes in front of the BTH.
+func (l *Link) hdrLen(v6 bool) int {
+	if l.cfg.VLAN != 0 {
+		return hdrLen(v6) + vlanLen
+	}
+	return hdrLen(v6)
+}
+
 func is6(a netip.Addr) bool { return a.Is6() && !a.Is4In6() }
 
 // build writes Ethernet, IP and UDP headers in front of p's RoCE packet and
@@ -395,7 +413,7 @@ func is6(a netip.Addr) bool { return a.Is6() && !a.Is4In6() }
 func (l *Link) build(p *link.Packet, now *time.Time) error {
 	dst := p.Remote.Unmap()
 	v6 := dst.Is6()
-	h := hdrLen(v6)
+	h := l.hdrLen(v6)
 	if !dst.IsValid() {
 		return link.ErrNoRoute
 	}
@@ -421,13 +439,24 @@ func (l *Link) build(p *link.Packet, now *time.Time) error {
 		return err
 	}
 	f := p.Buf[p.Off-h : p.Off+p.Len]
-	ip := f[ethLen:]
+	eth := ethLen
+	if l.cfg.VLAN != 0 {
+		eth += vlanLen
+	}
+	ip := f[eth:]
 	udp := ip[iphl:]
 	et := uint16(bth.EtherTypeIPv4)
 	if v6 {
 		et = bth.EtherTypeIPv6
 	}
-	bth.Ethernet(f).Encode(&bth.EthernetFields{Dst: mac, Src: l.srcMAC, EtherType: et})
+	if l.cfg.VLAN != 0 {
+		// Addresses, the tag (TPID 0x8100, TCI), then the EtherType.
+		bth.Ethernet(f).Encode(&bth.EthernetFields{Dst: mac, Src: l.srcMAC, EtherType: bth.EtherTypeVLAN})
+		binary.BigEndian.PutUint16(f[ethLen:], uint16(l.cfg.Priority)<<13|l.cfg.VLAN)
+		binary.BigEndian.PutUint16(f[ethLen+2:], et)
+	} else {
+		bth.Ethernet(f).Encode(&bth.EthernetFields{Dst: mac, Src: l.srcMAC, EtherType: et})
+	}
 	sport := p.SrcPort
 	if sport == 0 {
 		sport = l.cfg.SrcPort
