@@ -92,6 +92,14 @@ type Stats struct {
 	RxDropped uint64
 }
 
+// Waker is implemented by links whose Wait another goroutine can cut short.
+// Wake makes the Wait in progress, or else the next one, return nil at once.
+// Like Close it is safe from any goroutine: it is how work handed to an
+// engine loop by other goroutines reaches a loop asleep in Wait.
+type Waker interface {
+	Wake()
+}
+
 // Link is one RoCEv2 port. See the package documentation for buffer ownership.
 type Link interface {
 	// Alloc fills pkts with empty transmit buffers (Off = Headroom, Len = 0,

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/uroce/uroce/bth"
@@ -15,6 +16,7 @@ import (
 )
 
 var _ link.Link = (*Link)(nil)
+var _ link.Waker = (*Link)(nil)
 
 // ErrNotPeer is returned (wrapped with link.ErrNoRoute) when a packet is
 // addressed to anyone but the pipe's other end.
@@ -119,6 +121,7 @@ type Link struct {
 	stats  link.Stats
 	closed bool
 	wake   chan struct{} // capacity 1: something arrived or time moved
+	woken  atomic.Bool   // Wake was called: the next Wait returns
 	done   chan struct{} // closed by Close
 	timer  *time.Timer
 	g      wire.Datagram
@@ -188,6 +191,13 @@ func (l *Link) Advance(now time.Time) {
 	for _, e := range s.ends {
 		e.poke()
 	}
+}
+
+// Wake implements link.Waker: the Wait in progress, or else the next,
+// returns at once. Any goroutine may call it.
+func (l *Link) Wake() {
+	l.woken.Store(true)
+	l.poke()
 }
 
 func (l *Link) poke() {
@@ -495,6 +505,9 @@ func (l *Link) Wait(timeout time.Duration) error {
 	}
 	realTime := s.cfg.Clock == nil && !s.cfg.Manual
 	for {
+		if l.woken.Swap(false) {
+			return nil
+		}
 		s.mu.Lock()
 		if l.closed {
 			s.mu.Unlock()

@@ -17,6 +17,7 @@ import (
 )
 
 var _ link.Link = (*Link)(nil)
+var _ link.Waker = (*Link)(nil)
 
 // Errors returned by Open.
 var (
@@ -300,6 +301,9 @@ func (l *Link) parseCmsg(level, typ int32, data []byte) {
 
 // Wait implements link.Link.
 func (l *Link) Wait(timeout time.Duration) error { return l.c.Wait(timeout) }
+
+// Wake implements link.Waker.
+func (l *Link) Wake() { l.c.Wake() }
 
 // Info implements link.Link.
 func (l *Link) Info() link.Info { return l.info }

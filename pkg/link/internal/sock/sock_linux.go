@@ -208,6 +208,9 @@ func (c *Conn) Wait(timeout time.Duration) error {
 	return nil
 }
 
+// Wake implements link.Waker.
+func (c *Conn) Wake() { c.W.Wake() }
+
 // Close fences the owner, then runs free (the backend's own resources;
 // the socket is the backend's to close) and frees the Conn's.
 func (c *Conn) Close(free func()) {

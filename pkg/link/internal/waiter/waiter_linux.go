@@ -123,9 +123,20 @@ func (w *Waiter) Wait(timeout time.Duration) (closed bool, err error) {
 		if err != nil {
 			return false, fmt.Errorf("ppoll: %w", err)
 		}
-		return w.pfd[len(w.pfd)-1].Revents != 0, nil
+		if w.pfd[len(w.pfd)-1].Revents == 0 {
+			return false, nil
+		}
+		// The eventfd fired: Close, or a Wake. Drain it so a Wake ends
+		// one Wait only; a Close leaves the state word saying so.
+		var buf [8]byte
+		unix.Read(w.efd, buf[:])
+		return w.state.Load()&closing != 0, nil
 	}
 }
+
+// Wake ends the owner's Wait in progress, or else its next one; any
+// goroutine may call it.
+func (w *Waiter) Wake() { w.wake() }
 
 // PollOut waits up to d for room to send on the first descriptor and
 // reports whether there is some; Close cuts the wait short.

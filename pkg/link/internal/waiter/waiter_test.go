@@ -155,3 +155,22 @@ func BenchmarkRWMutex(b *testing.B) {
 		}
 	}
 }
+
+// TestWakeEndsOneWait: a Wake from another goroutine ends a Wait that
+// would sleep forever, without reporting a close, and ends only that one.
+func TestWakeEndsOneWait(t *testing.T) {
+	w, _ := newT(t)
+	defer w.Close(w.Free)
+	go w.Wake()
+	if closed, err := w.Wait(-1); closed || err != nil {
+		t.Fatalf("woken Wait: %v %v", closed, err)
+	}
+	if closed, err := w.Wait(0); closed || err != nil {
+		t.Fatalf("Wait(0) after the wake was used: %v %v", closed, err)
+	}
+	w.Wake()
+	w.Wake()
+	if closed, err := w.Wait(-1); closed || err != nil {
+		t.Fatalf("Wait after two Wakes: %v %v", closed, err)
+	}
+}
