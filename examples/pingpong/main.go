@@ -1,0 +1,216 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/uroce/uroce/verbs"
+)
+
+// options are the command line (ibv_rc_pingpong's flags and defaults).
+type options struct {
+	port    int
+	device  string
+	gid     int
+	size    int
+	iters   int
+	mtu     int
+	rxDepth int
+	peer    string // the server's host; empty on the server
+
+	// For tests: a listener to accept on instead of the port, and a
+	// device to use instead of opening one.
+	listener net.Listener
+	open     func() (*verbs.Device, error)
+}
+
+func parseFlags(args []string, errOut io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("pingpong", flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	fs.IntVar(&o.port, "p", 18515, "listen on/connect to TCP `port`")
+	fs.StringVar(&o.device, "d", "", "`interface` name or local IP address")
+	fs.IntVar(&o.gid, "g", 0, "GID `index`")
+	fs.IntVar(&o.size, "s", 4096, "message `size`")
+	fs.IntVar(&o.iters, "n", 1000, "number of `iters`")
+	fs.IntVar(&o.mtu, "m", 1024, "path `mtu`")
+	fs.IntVar(&o.rxDepth, "r", 500, "receives posted ahead (rx `depth`)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage:\n  pingpong [flags]         start a server and wait for connection\n  pingpong [flags] <host>  connect to server at <host>\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	switch fs.NArg() {
+	case 0:
+	case 1:
+		o.peer = fs.Arg(0)
+	default:
+		fs.Usage()
+		return o, errors.New("more than one host")
+	}
+	switch {
+	case o.size < 1:
+		return o, fmt.Errorf("bad size %d", o.size)
+	case o.iters < 1:
+		return o, fmt.Errorf("bad iters %d", o.iters)
+	case o.rxDepth < 1:
+		return o, fmt.Errorf("bad rx depth %d", o.rxDepth)
+	case o.port < 1 || o.port > 65535:
+		return o, fmt.Errorf("bad port %d", o.port)
+	}
+	switch o.mtu {
+	case 256, 512, 1024, 2048, 4096:
+	default:
+		return o, fmt.Errorf("bad mtu %d", o.mtu)
+	}
+	return o, nil
+}
+
+func main() {
+	o, err := parseFlags(os.Args[1:], os.Stderr)
+	if err != nil {
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "pingpong:", err)
+		os.Exit(1)
+	}
+}
+
+// run is the whole program: device, objects, exchange, traffic, report,
+// teardown.
+func run(ctx context.Context, o options, out io.Writer) (err error) {
+	open := o.open
+	if open == nil {
+		open = func() (*verbs.Device, error) { return openDevice(o.device, o.peer) }
+	}
+	d, err := open()
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, d.Close()) }()
+
+	p, err := newPingPong(d, o.size, o.rxDepth)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, p.close()) }()
+
+	gids := d.GIDs()
+	if o.gid < 0 || o.gid >= len(gids) {
+		return fmt.Errorf("no GID at index %d (the device has %d)", o.gid, len(gids))
+	}
+	local := dest{QPN: p.qp.QPN(), PSN: rand.Uint32() & 0xffffff, GID: gids[o.gid]}
+	fmt.Fprintf(out, "  local address:  %v\n", local)
+
+	remote, err := exchange(ctx, o, local, func(r dest) error { return p.connect(r, local.PSN, o.mtu) })
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "  remote address: %v\n", remote)
+	if o.peer != "" {
+		// The client connects after the exchange: the server did so
+		// before it answered.
+		if err := p.connect(remote, local.PSN, o.mtu); err != nil {
+			return err
+		}
+	}
+
+	start := time.Now()
+	if err := p.run(ctx, o.iters, o.peer != ""); err != nil {
+		return err
+	}
+	usec := float64(time.Since(start).Microseconds())
+	bytes := float64(o.size) * float64(o.iters) * 2
+	fmt.Fprintf(out, "%.0f bytes in %.2f seconds = %.2f Mbit/sec\n", bytes, usec/1e6, bytes*8/usec)
+	fmt.Fprintf(out, "%d iters in %.2f seconds = %.2f usec/iter\n", o.iters, usec/1e6, usec/float64(o.iters))
+	return nil
+}
+
+// exchange runs the TCP exchange of QP details, as the client (o.peer set)
+// or the server; connect is the server's step between reading and writing.
+func exchange(ctx context.Context, o options, local dest, connect func(dest) error) (dest, error) {
+	port := strconv.Itoa(o.port)
+	if o.peer != "" {
+		var dl net.Dialer
+		c, err := dl.DialContext(ctx, "tcp", net.JoinHostPort(o.peer, port))
+		if err != nil {
+			return dest{}, fmt.Errorf("couldn't connect to %s:%s: %w", o.peer, port, err)
+		}
+		defer c.Close()
+		stop := context.AfterFunc(ctx, func() { c.Close() })
+		defer stop()
+		return exchangeClient(c, local)
+	}
+	ln := o.listener
+	if ln == nil {
+		var lc net.ListenConfig
+		var err error
+		// Every address, as ibv_rc_pingpong's AI_PASSIVE bind.
+		if ln, err = lc.Listen(ctx, "tcp", ":"+port); err != nil {
+			return dest{}, fmt.Errorf("couldn't listen to port %s: %w", port, err)
+		}
+	}
+	defer ln.Close()
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	c, err := ln.Accept()
+	if err != nil {
+		return dest{}, fmt.Errorf("accept: %w", err)
+	}
+	defer c.Close()
+	stopc := context.AfterFunc(ctx, func() { c.Close() })
+	defer stopc()
+	return exchangeServer(c, local, connect)
+}
+
+// openDevice opens a device with the kernel UDP backend: on the address or
+// interface named, else, for a client, on the address that routes to the
+// peer, else on the first interface that is up and has an address.
+func openDevice(name, peer string) (*verbs.Device, error) {
+	if a, err := netip.ParseAddr(name); err == nil {
+		return verbs.OpenAddr(a)
+	}
+	if name != "" {
+		return verbs.OpenInterface(name)
+	}
+	if peer != "" {
+		// Connecting a UDP socket sends nothing; it asks the kernel which
+		// source address routes to the peer.
+		c, err := net.Dial("udp", net.JoinHostPort(peer, "4791"))
+		if err != nil {
+			return nil, fmt.Errorf("route to %s: %w", peer, err)
+		}
+		a := c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap()
+		c.Close()
+		return verbs.OpenAddr(a)
+	}
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return nil, err
+	}
+	for _, ifi := range ifs {
+		if ifi.Flags&net.FlagUp == 0 || ifi.Flags&net.FlagLoopback != 0 {
+			continue
+		}
+		if d, err := verbs.OpenInterface(ifi.Name); err == nil {
+			return d, nil
+		}
+	}
+	return nil, errors.New("no interface with an address: name one with -d")
+}
