@@ -24,6 +24,7 @@ export LC_ALL=C DEBIAN_FRONTEND=noninteractive
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache=${UROCE_LAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/uroce-lab}
+args=("$@")
 quiet=0
 [ "${1:-}" = -q ] && quiet=1
 
@@ -146,21 +147,29 @@ download() {
 	done
 	[ ${#want[@]} -gt 0 ] || return 0
 	log "apt-get download ${want[*]}"
-	(cd "$cache/debs" && apt-get download -qq -o APT::Sandbox::User=root "${want[@]}" >&2) ||
-		{ apt_update; (cd "$cache/debs" && apt-get download -qq -o APT::Sandbox::User=root "${want[@]}" >&2); } ||
-		die "apt-get download ${want[*]}"
+	(cd "$cache/debs" && apt-get download -qq -o APT::Sandbox::User=root "${want[@]}" >&2) && return 0
+	# Stale package lists name versions the archive no longer has: update
+	# them and start over, which resolves (and keys) the build anew.
+	[ -z "${UROCE_LAB_RETRIED:-}" ] || die "apt-get download ${want[*]}"
+	apt_update
+	log "starting over with fresh package lists"
+	exec env UROCE_LAB_RETRIED=1 bash "$here/build.sh" "${args[@]}"
 }
 
-# deb_of NAME=VERSION prints the path of that package's .deb in the cache,
-# downloading it with apt-get download when absent.
+# deb_of NAME=VERSION prints the path of that package's .deb, which
+# download must have fetched (download is not called here: it may start
+# the script over, which must not happen inside a command substitution).
 deb_of() {
-	download "$1"
-	debpath "$1"
+	local f
+	f=$(debpath "$1")
+	[ -n "$f" ] || die "$1 was not downloaded"
+	echo "$f"
 }
 
 # Kernel package: extracted once per version (about 400 MB unpacked).
 kdir="$cache/extract/${kpkg}_${kver}"
 if [ ! -f "$kdir/.done" ]; then
+	download "$kpkg=$kver"
 	kdeb=$(deb_of "$kpkg=$kver")
 	rm -rf "$kdir"
 	log "dpkg -x $(basename "$kdeb")"
@@ -177,10 +186,10 @@ vmlinuz="$kdir/boot/vmlinuz-$krel"
 
 # User space: every package of the closure extracted into one tree.
 udir="$cache/extract/user-$(echo "$pkgs" | sha256sum | cut -c1-16)"
+download $pkgs
 if [ ! -f "$udir/.done" ]; then
 	rm -rf "$udir"
 	mkdir -p "$udir"
-	download $pkgs
 	for p in $pkgs; do
 		dpkg -x "$(deb_of "$p")" "$udir"
 	done
