@@ -27,6 +27,7 @@ type options struct {
 	iters   int
 	mtu     int
 	rxDepth int
+	stats   bool
 	peer    string // the server's host; empty on the server
 
 	// For tests: a listener to accept on instead of the port, and a
@@ -46,6 +47,7 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 	fs.IntVar(&o.iters, "n", 1000, "number of `iters`")
 	fs.IntVar(&o.mtu, "m", 1024, "path `mtu`")
 	fs.IntVar(&o.rxDepth, "r", 500, "receives posted ahead (rx `depth`)")
+	fs.BoolVar(&o.stats, "stats", false, "print the QP's transport counters at the end (uroce only)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage:\n  pingpong [flags]         start a server and wait for connection\n  pingpong [flags] <host>  connect to server at <host>\n")
 		fs.PrintDefaults()
@@ -110,6 +112,11 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, p.close()) }()
+	if o.stats {
+		// Deferred after close's defer, so it runs first: the QP is
+		// still there, and a failed run prints its counters too.
+		defer func() { fmt.Fprintf(out, "counters: %+v\n", p.qp.Counters()) }()
+	}
 
 	gids := d.GIDs()
 	if o.gid < 0 || o.gid >= len(gids) {
