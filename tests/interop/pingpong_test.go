@@ -231,4 +231,3 @@ func TestPingpongRxe(t *testing.T) {
 		}
 	}
 }
-
