@@ -1,11 +1,12 @@
 package verbs
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"net/netip"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/uroce/uroce/pkg/link"
@@ -18,24 +19,39 @@ import (
 const maxReqHeaders = 12 + 16 + 4 + 4
 
 // Device is one RoCEv2 port: a link and the transport engine that owns
-// every QP on it (ibv_context).
+// every QP on it (ibv_context). Its methods, and those of its PDs, MRs, CQs
+// and QPs, are safe for concurrent use (see the package documentation for
+// how calls reach the engine).
 type Device struct {
-	mu     sync.Mutex
-	l      link.Link
-	e      *qp.Engine
-	rx     [64]*link.Packet
-	closed bool
-	nextPD uint32
-	bgStop chan struct{}
-	bgDone chan struct{}
+	l     link.Link
+	e     *qp.Engine
+	wake  func() // the link's Wake, if it has one
+	rx    [64]*link.Packet
+	dirty []*CQ // CQs with completions still in the engine's ring
 	// clock is the device's time source; tests over a pipe with a fake
 	// clock replace it.
 	clock func() time.Time
+
+	owner    atomic.Uint32 // 1 while a goroutine owns the engine and link
+	sub      *ring[uint32] // requests handed to the owner
+	free     *ring[uint32] // request slots not in use
+	reqs     []request
+	waiters  atomic.Int32  // inline Waits blocked until the engine is free
+	released chan struct{} // capacity 1: the engine came free
+	closed   atomic.Bool
+	done     chan struct{} // closed by Close
+	nextPD   atomic.Uint32
+
+	startMu sync.Mutex // Start and Close, never the data path
+	bg      atomic.Bool
+	bgDone  chan struct{}
 }
 
 // Open makes a device over a link, which it owns from now on.
 func Open(l link.Link) *Device {
-	return &Device{l: l, e: qp.NewEngine(l), clock: time.Now}
+	d := &Device{l: l, e: qp.NewEngine(l), clock: time.Now}
+	d.initOwner()
+	return d
 }
 
 // OpenAddr opens a device on a local IP address with the kernel UDP
@@ -114,89 +130,46 @@ func (d *Device) MaxPathMTU() int {
 
 // Counters returns the device's counters, summed over its QPs.
 func (d *Device) Counters() Counters {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.e.Stats()
-}
-
-// drive feeds received packets to the engine and runs its timers and
-// requesters; d.mu is held.
-func (d *Device) drive() {
-	now := d.clock()
-	for {
-		n, _ := d.l.Recv(d.rx[:])
-		if n == 0 {
-			break
-		}
-		d.e.Receive(now, d.rx[:n])
-		d.l.Release(d.rx[:n])
-		if n < len(d.rx) {
-			break
-		}
-	}
-	d.e.Process(now)
-}
-
-// waitTime is how long the link may sleep: until the next timer, at most
-// limit; d.mu is held.
-func (d *Device) waitTime(limit time.Duration) time.Duration {
-	if d.e.Busy() {
-		return 0
-	}
-	if t, ok := d.e.NextDeadline(); ok {
-		if w := t.Sub(d.clock()); w < limit {
-			return max(w, 0)
-		}
-	}
-	return limit
+	var c Counters
+	d.do(func() error { c = d.e.Stats(); return nil })
+	return c
 }
 
 // Start drives the engine from a background goroutine until Close, for
-// applications that block in Wait rather than poll.
+// applications that block in Wait rather than poll. From then on every
+// call hands its work to that goroutine.
 func (d *Device) Start() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.bgStop != nil || d.closed {
+	d.startMu.Lock()
+	defer d.startMu.Unlock()
+	if d.bgDone != nil || d.closed.Load() {
 		return
 	}
-	d.bgStop, d.bgDone = make(chan struct{}), make(chan struct{})
-	go d.loop(d.bgStop, d.bgDone)
-}
-
-func (d *Device) loop(stop, done chan struct{}) {
-	defer close(done)
-	for {
-		select {
-		case <-stop:
-			return
-		default:
+	// Take the engine from inline callers; one asleep in the link is
+	// woken (or its bounded sleep ends).
+	for !d.tryOwn() {
+		if d.wake != nil {
+			d.wake()
 		}
-		d.mu.Lock()
-		d.drive()
-		w := d.waitTime(10 * time.Millisecond)
-		d.mu.Unlock()
-		if w > 0 {
-			if err := d.l.Wait(w); err != nil {
-				return
-			}
-		}
+		runtime.Gosched()
 	}
+	d.bg.Store(true)
+	d.bgDone = make(chan struct{})
+	go d.loop(d.bgDone)
 }
 
-// Close stops the background goroutine and closes the link.
+// Close stops the background goroutine and closes the link. Calls in
+// flight return ErrClosed; blocked Waits return it.
 func (d *Device) Close() error {
-	d.mu.Lock()
-	if d.closed {
-		d.mu.Unlock()
+	if !d.closed.CompareAndSwap(false, true) {
 		return nil
 	}
-	d.closed = true
-	stop, done := d.bgStop, d.bgDone
-	d.mu.Unlock()
-	err := d.l.Close()
-	if stop != nil {
-		close(stop)
-		<-done
+	close(d.done)
+	err := d.l.Close() // ends the owner's Wait
+	d.startMu.Lock()
+	bg := d.bgDone
+	d.startMu.Unlock()
+	if bg != nil {
+		<-bg
 	}
 	return err
 }
@@ -209,10 +182,7 @@ type PD struct {
 
 // AllocPD makes a protection domain.
 func (d *Device) AllocPD() *PD {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.nextPD++
-	return &PD{d: d, id: d.nextPD}
+	return &PD{d: d, id: d.nextPD.Add(1)}
 }
 
 // MR is a registered memory region (ibv_mr).
@@ -226,9 +196,11 @@ type MR struct {
 // given &buf[i] as a remote address. It returns an error wrapping
 // qp.ErrBadMR for remote write or atomic access without local write.
 func (pd *PD) RegMR(buf []byte, access Access) (*MR, error) {
-	pd.d.mu.Lock()
-	defer pd.d.mu.Unlock()
-	m, err := pd.d.e.MRs.Register(pd.id, buf, addrOf(buf), access)
+	var m *qp.MR
+	err := pd.d.do(func() (err error) {
+		m, err = pd.d.e.MRs.Register(pd.id, buf, addrOf(buf), access)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("reg MR: %w", err)
 	}
@@ -237,9 +209,8 @@ func (pd *PD) RegMR(buf []byte, access Access) (*MR, error) {
 
 // Dereg removes the region: its keys stop working at once.
 func (m *MR) Dereg() error {
-	m.pd.d.mu.Lock()
-	defer m.pd.d.mu.Unlock()
-	return m.pd.d.e.MRs.Deregister(m.m.LKey)
+	d := m.pd.d
+	return d.do(func() error { return d.e.MRs.Deregister(m.m.LKey) })
 }
 
 // Addr, LKey, RKey and Buf describe the region.
@@ -253,88 +224,3 @@ func (m *MR) SGE(off, n int) SGE {
 	return SGE{Addr: m.m.Addr + uint64(off), Length: uint32(n), LKey: m.m.LKey}
 }
 
-// CQ is a completion queue (ibv_cq).
-type CQ struct {
-	d      *Device
-	c      *qp.CQ
-	notify chan struct{}
-}
-
-// CreateCQ makes a completion queue for at least n completions.
-func (d *Device) CreateCQ(n int) *CQ {
-	cq := &CQ{d: d, c: qp.NewCQ(n), notify: make(chan struct{}, 1)}
-	cq.c.OnComplete = cq.signal
-	return cq
-}
-
-func (c *CQ) signal() {
-	select {
-	case c.notify <- struct{}{}:
-	default:
-	}
-}
-
-// Notify returns a channel that receives a value after completions arrive
-// (a completion channel that is always armed; drain with Poll).
-func (c *CQ) Notify() <-chan struct{} { return c.notify }
-
-// Poll moves completions into wc and returns how many (ibv_poll_cq). In
-// inline mode it first drives the engine: reads the link, runs timers.
-func (c *CQ) Poll(wc []WC) int {
-	c.d.mu.Lock()
-	defer c.d.mu.Unlock()
-	if c.d.bgStop == nil && !c.d.closed {
-		c.d.drive()
-	}
-	return c.c.Poll(wc)
-}
-
-// Wait blocks until at least one completion is in wc or ctx is done, and
-// returns how many it moved, or the context's error.
-func (c *CQ) Wait(ctx context.Context, wc []WC) (int, error) {
-	for {
-		if n := c.Poll(wc); n > 0 {
-			return n, nil
-		}
-		if err := ctx.Err(); err != nil {
-			return 0, err
-		}
-		c.d.mu.Lock()
-		if c.d.closed {
-			c.d.mu.Unlock()
-			return 0, ErrClosed
-		}
-		inline := c.d.bgStop == nil
-		w := c.d.waitTime(time.Millisecond)
-		c.d.mu.Unlock()
-		if !inline {
-			select {
-			case <-c.notify:
-			case <-ctx.Done():
-			}
-			continue
-		}
-		if w > 0 {
-			if err := c.d.l.Wait(w); err != nil {
-				return 0, fmt.Errorf("wait: %w", err)
-			}
-		}
-	}
-}
-
-// Overflowed reports whether a completion was lost for lack of room.
-func (c *CQ) Overflowed() bool {
-	c.d.mu.Lock()
-	defer c.d.mu.Unlock()
-	return c.c.Overflowed
-}
-
-// Destroy releases the CQ; it returns ErrBusy while a QP uses it.
-func (c *CQ) Destroy() error {
-	c.d.mu.Lock()
-	defer c.d.mu.Unlock()
-	if c.d.e.CQInUse(c.c) {
-		return fmt.Errorf("destroy CQ: %w", ErrBusy)
-	}
-	return nil
-}

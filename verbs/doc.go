@@ -13,7 +13,16 @@
 // applications that block. Completions come out of CQ.Poll into a caller's
 // slice, with no allocation.
 //
-// The device serialises every call with one mutex: the engine owns all QP
-// state and is single-threaded. In inline mode, a Wait sleeps in the link
-// without holding it, so other goroutines may post meanwhile.
+// Every method is safe for concurrent use, yet the engine and the link
+// have one owner at a time and no lock guards them: the owner is whoever
+// holds the device's ownership word (a compare-and-swap). In inline mode a
+// call that finds the engine free takes it, runs the engine to completion
+// and lets go, so a PostSend-then-Poll loop on one goroutine never hands
+// off or allocates. A call that finds the engine taken (by another
+// goroutine, or by the background goroutine after Start) copies its work
+// request into a request slot, pushes it on a lock-free ring, wakes the
+// owner's link Wait (link.Waker) and waits for the verdict; the owner runs
+// handed-over requests before it sleeps and before it lets go.
+// Completions travel the other way through each CQ's own lock-free ring,
+// which any number of goroutines may poll.
 package verbs

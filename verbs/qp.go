@@ -33,13 +33,15 @@ func (pd *PD) CreateQP(init *QPInit) (*QueuePair, error) {
 	if init.SendCQ == nil || init.RecvCQ == nil || init.SendCQ.d != pd.d || init.RecvCQ.d != pd.d {
 		return nil, fmt.Errorf("create QP: %w", ErrWrongDevice)
 	}
-	pd.d.mu.Lock()
-	defer pd.d.mu.Unlock()
-	q, err := pd.d.e.CreateQP(qp.QPConfig{
-		PD: pd.id, SendCQ: init.SendCQ.c, RecvCQ: init.RecvCQ.c,
-		MaxSendWR: init.Cap.MaxSendWR, MaxRecvWR: init.Cap.MaxRecvWR,
-		MaxSendSGE: init.Cap.MaxSendSGE, MaxRecvSGE: init.Cap.MaxRecvSGE,
-		MaxInline: init.Cap.MaxInline, SignalAll: init.SignalAll,
+	var q *qp.QP
+	err := pd.d.do(func() (err error) {
+		q, err = pd.d.e.CreateQP(qp.QPConfig{
+			PD: pd.id, SendCQ: init.SendCQ.c, RecvCQ: init.RecvCQ.c,
+			MaxSendWR: init.Cap.MaxSendWR, MaxRecvWR: init.Cap.MaxRecvWR,
+			MaxSendSGE: init.Cap.MaxSendSGE, MaxRecvSGE: init.Cap.MaxRecvSGE,
+			MaxInline: init.Cap.MaxInline, SignalAll: init.SignalAll,
+		})
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -52,16 +54,16 @@ func (q *QueuePair) QPN() uint32 { return q.q.QPN() }
 
 // State returns the QP's state.
 func (q *QueuePair) State() QPState {
-	q.pd.d.mu.Lock()
-	defer q.pd.d.mu.Unlock()
-	return q.q.State()
+	var s QPState
+	q.pd.d.do(func() error { s = q.q.State(); return nil })
+	return s
 }
 
 // Counters returns the QP's counters.
 func (q *QueuePair) Counters() QPCounters {
-	q.pd.d.mu.Lock()
-	defer q.pd.d.mu.Unlock()
-	return q.q.Counters
+	var c QPCounters
+	q.pd.d.do(func() error { c = q.q.Counters; return nil })
+	return c
 }
 
 // Modify changes attributes and state (ibv_modify_qp). Errors wrap
@@ -72,9 +74,7 @@ func (q *QueuePair) Modify(a *QPAttr, mask AttrMask) error {
 	if mask&qp.AttrPathMTU != 0 && a.PathMTU > d.MaxPathMTU() {
 		return fmt.Errorf("modify QP %d: %w: %d > %d", q.QPN(), ErrMTU, a.PathMTU, d.MaxPathMTU())
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return q.q.Modify(d.clock(), a, mask)
+	return d.do(func() error { return q.q.Modify(d.clock(), a, mask) })
 }
 
 // Endpoint is what two sides exchange out of band to connect (as
@@ -141,32 +141,62 @@ func (q *QueuePair) Connect(remote Endpoint, o ConnectOptions) error {
 }
 
 // PostSend posts a send WR (ibv_post_send) and sends what it can at once.
-// Errors wrap ErrBadState, ErrQueueFull or ErrBadWR; a WR that fails later
-// completes with an error status instead.
+// Errors wrap ErrBadState, ErrQueueFull, ErrBadWR or ErrClosed; a WR that
+// fails later completes with an error status instead. The WR and its
+// buffers may be reused when PostSend returns (the engine has copied the
+// WR; the data goes out from the registered memory).
+//
+// In inline mode, with the engine free, the calling goroutine runs the
+// requester itself; otherwise it hands the WR to the engine's owner and
+// waits for the verdict.
 func (q *QueuePair) PostSend(wr *SendWR) error {
 	d := q.pd.d
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if err := q.q.PostSend(wr); err != nil {
+	if d.tryOwn() {
+		err := ErrClosed
+		if !d.closed.Load() {
+			err = q.q.PostSend(wr)
+		}
+		d.serve()
+		d.process()
+		d.release()
 		return err
 	}
-	d.e.Process(d.clock())
-	return nil
+	i, r := d.slot()
+	// Field by field, so wr's slices do not escape into the slot.
+	r.kind, r.q = reqSend, q.q
+	r.sgl = append(r.sgl[:0], wr.SGL...)
+	r.send = SendWR{ID: wr.ID, Opcode: wr.Opcode, Flags: wr.Flags, SGL: r.sgl, Imm: wr.Imm,
+		RemoteAddr: wr.RemoteAddr, RKey: wr.RKey, CompareAdd: wr.CompareAdd, Swap: wr.Swap}
+	if wr.InlineData != nil {
+		r.inline = append(r.inline[:0], wr.InlineData...)
+		r.send.InlineData = r.inline
+	}
+	return d.call(i)
 }
 
 // PostRecv posts a receive WR (ibv_post_recv). Errors wrap ErrBadState,
 // ErrQueueFull or ErrBadWR.
 func (q *QueuePair) PostRecv(wr *RecvWR) error {
 	d := q.pd.d
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return q.q.PostRecv(wr)
+	if d.tryOwn() {
+		err := ErrClosed
+		if !d.closed.Load() {
+			err = q.q.PostRecv(wr)
+		}
+		d.serve()
+		d.process()
+		d.release()
+		return err
+	}
+	i, r := d.slot()
+	r.kind, r.q = reqRecv, q.q
+	r.sgl = append(r.sgl[:0], wr.SGL...)
+	r.recv = RecvWR{ID: wr.ID, SGL: r.sgl}
+	return d.call(i)
 }
 
 // Destroy removes the QP; outstanding WRs vanish without completions.
 func (q *QueuePair) Destroy() error {
 	d := q.pd.d
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.e.DestroyQP(q.q)
+	return d.do(func() error { return d.e.DestroyQP(q.q) })
 }

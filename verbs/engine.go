@@ -1,0 +1,255 @@
+package verbs
+
+import (
+	"runtime"
+	"time"
+
+	"github.com/uroce/uroce/qp"
+)
+
+// The engine (package qp) and the link are not safe for concurrent use, so
+// exactly one goroutine owns them at a time: whoever holds d.owner, a word
+// taken with a compare-and-swap. In inline mode any verbs call takes it in
+// passing, runs the engine to completion and lets go (as eRPC does); after
+// Start the device's goroutine holds it for good. A call that finds it
+// taken hands its work over instead: it fills a request slot, pushes the
+// slot's index on d.sub (a lock-free ring), wakes the owner's link Wait and
+// waits for the owner to run it. Whoever lets go of d.owner looks at d.sub
+// once more, so a request pushed just as the owner left is not stranded.
+
+// Request kinds.
+const (
+	reqSend = iota + 1
+	reqRecv
+	reqFunc
+)
+
+// request is one call handed to the engine's owner. The poster copies its
+// work request in (the SGL and inline data into slices the slot keeps, so
+// nothing is allocated once they have grown) and waits for done.
+type request struct {
+	done   chan struct{} // capacity 1: the owner ran it
+	kind   uint8
+	q      *qp.QP
+	send   SendWR
+	recv   RecvWR
+	sgl    []SGE
+	inline []byte
+	fn     func() error
+	err    error
+}
+
+// numRequests bounds the calls in flight to an owner; more wait for a slot.
+const numRequests = 256
+
+// Idle bounds on a sleeping owner's link Wait. A link that is a
+// link.Waker is woken by every hand-over, so the bound only matters for
+// context cancellation in an inline Wait; others are polled at pollWait.
+const (
+	bgWait     = 100 * time.Millisecond
+	inlineWait = time.Millisecond
+	pollWait   = 50 * time.Microsecond
+)
+
+func (d *Device) initOwner() {
+	d.reqs = make([]request, numRequests)
+	d.free = newRing[uint32](numRequests)
+	d.sub = newRing[uint32](numRequests)
+	for i := range d.reqs {
+		d.reqs[i].done = make(chan struct{}, 1)
+		idx := uint32(i)
+		d.free.push(&idx)
+	}
+	d.released = make(chan struct{}, 1)
+	d.done = make(chan struct{})
+	if w, ok := d.l.(interface{ Wake() }); ok {
+		d.wake = w.Wake
+	}
+}
+
+// tryOwn takes the engine if no one holds it.
+func (d *Device) tryOwn() bool { return d.owner.CompareAndSwap(0, 1) }
+
+// release lets go of the engine, first running requests that arrived
+// meanwhile, and tells a blocked inline waiter that the engine is free.
+func (d *Device) release() {
+	for {
+		d.owner.Store(0)
+		if d.sub.empty() || !d.tryOwn() {
+			break
+		}
+		d.serve()
+		d.process()
+	}
+	if d.waiters.Load() > 0 {
+		select {
+		case d.released <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// serve runs the requests handed over; the caller owns the engine.
+func (d *Device) serve() {
+	var i uint32
+	for d.sub.pop(&i) {
+		r := &d.reqs[i]
+		switch r.kind {
+		case reqSend:
+			if d.closed.Load() {
+				r.err = ErrClosed
+			} else {
+				r.err = r.q.PostSend(&r.send)
+			}
+		case reqRecv:
+			if d.closed.Load() {
+				r.err = ErrClosed
+			} else {
+				r.err = r.q.PostRecv(&r.recv)
+			}
+		case reqFunc:
+			r.err = r.fn()
+		}
+		r.done <- struct{}{}
+	}
+}
+
+// process runs the engine's timers and requesters and delivers
+// completions, without reading the link; the caller owns the engine.
+func (d *Device) process() {
+	d.e.Process(d.clock())
+	d.flush()
+}
+
+// drive feeds received packets to the engine, runs its timers and
+// requesters and delivers completions; the caller owns the engine.
+func (d *Device) drive() {
+	now := d.clock()
+	for {
+		n, _ := d.l.Recv(d.rx[:])
+		if n == 0 {
+			break
+		}
+		d.e.Receive(now, d.rx[:n])
+		d.l.Release(d.rx[:n])
+		if n < len(d.rx) {
+			break
+		}
+	}
+	d.e.Process(now)
+	d.flush()
+}
+
+// flush moves new completions from the engine's CQs to the CQs' rings,
+// where any goroutine may poll them.
+func (d *Device) flush() {
+	keep := d.dirty[:0]
+	for _, c := range d.dirty {
+		if !c.transfer() {
+			keep = append(keep, c)
+		}
+	}
+	clear(d.dirty[len(keep):])
+	d.dirty = keep
+}
+
+// waitTime is how long the owner may sleep in the link: until the next
+// timer, at most limit.
+func (d *Device) waitTime(limit time.Duration) time.Duration {
+	if d.e.Busy() || !d.sub.empty() {
+		return 0
+	}
+	if d.wake == nil {
+		limit = min(limit, pollWait)
+	}
+	if t, ok := d.e.NextDeadline(); ok {
+		if w := t.Sub(d.clock()); w < limit {
+			return max(w, 0)
+		}
+	}
+	return limit
+}
+
+// call hands a request to the engine's owner and waits for its result,
+// running it itself if the engine comes free meanwhile.
+func (d *Device) call(i uint32) error {
+	r := &d.reqs[i]
+	d.sub.push(&i) // cannot fail: the ring holds every slot
+	if d.wake != nil {
+		d.wake()
+	}
+	for spin := 0; ; spin++ {
+		select {
+		case <-r.done:
+			return d.finish(i, r)
+		default:
+		}
+		if d.tryOwn() {
+			d.serve()
+			d.process()
+			d.release()
+			continue
+		}
+		if spin >= 16 {
+			break
+		}
+		runtime.Gosched()
+	}
+	// The owner is busy or asleep: it serves d.sub before it sleeps and
+	// before it lets go, and the wake above cut its sleep short.
+	<-r.done
+	return d.finish(i, r)
+}
+
+// finish returns a served request's slot and its result.
+func (d *Device) finish(i uint32, r *request) error {
+	err := r.err
+	r.q, r.fn, r.err = nil, nil, nil
+	d.free.push(&i)
+	return err
+}
+
+// slot takes a free request slot, helping the owner while there is none.
+func (d *Device) slot() (uint32, *request) {
+	var i uint32
+	for !d.free.pop(&i) {
+		if d.tryOwn() {
+			d.serve()
+			d.process()
+			d.release()
+		} else {
+			runtime.Gosched()
+		}
+	}
+	return i, &d.reqs[i]
+}
+
+// do runs fn with the engine owned: at once if it is free, else through
+// the owner. Control calls use it; they may allocate.
+func (d *Device) do(fn func() error) error {
+	if d.tryOwn() {
+		err := fn()
+		d.process()
+		d.release()
+		return err
+	}
+	i, r := d.slot()
+	r.kind, r.fn = reqFunc, fn
+	return d.call(i)
+}
+
+// loop is the background goroutine: it owns the engine until Close.
+func (d *Device) loop(done chan struct{}) {
+	defer close(done)
+	for !d.closed.Load() {
+		d.serve()
+		d.drive()
+		if w := d.waitTime(bgWait); w > 0 {
+			if err := d.l.Wait(w); err != nil {
+				break
+			}
+		}
+	}
+	d.serve()
+	d.release()
+}
