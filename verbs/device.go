@@ -223,4 +223,3 @@ func (m *MR) Buf() []byte  { return m.m.Buf }
 func (m *MR) SGE(off, n int) SGE {
 	return SGE{Addr: m.m.Addr + uint64(off), Length: uint32(n), LKey: m.m.LKey}
 }
-

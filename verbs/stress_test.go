@@ -59,8 +59,11 @@ func stress(t *testing.T, mode string) {
 		qa, qb   *verbs.QueuePair
 		scq, bcq *verbs.CQ
 		ma, mb   *verbs.MR // ma: send and READ slots; mb: receive slots, then the READ source
-		desc     [ops]struct{ op verbs.WROpcode; off, n int }
-		tokens   chan struct{}
+		desc     [ops]struct {
+			op     verbs.WROpcode
+			off, n int
+		}
+		tokens chan struct{}
 	}
 	s := make([]*side, nqp)
 	for i := range s {
