@@ -1,0 +1,218 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/uroce/uroce/pkg/perftest"
+)
+
+// verb is the operation a test measures (perftest's VerbType).
+type verb int
+
+const (
+	verbWrite verb = iota
+	verbRead
+	verbSend
+	verbAtomic
+)
+
+// kind is one of the seven tests.
+type kind struct {
+	name  string // subcommand: write_lat ...
+	title string // perftest's banner: "RDMA_Write Latency Test"
+	verb  verb
+	bw    bool
+}
+
+var kinds = []kind{
+	{"write_lat", "RDMA_Write Latency Test", verbWrite, false},
+	{"read_lat", "RDMA_Read Latency Test", verbRead, false},
+	{"send_lat", "Send Latency Test", verbSend, false},
+	{"atomic_lat", "Atomic FETCH_AND_ADD Latency Test", verbAtomic, false},
+	{"write_bw", "RDMA_Write BW Test", verbWrite, true},
+	{"read_bw", "RDMA_Read BW Test", verbRead, true},
+	{"send_bw", "Send BW Test", verbSend, true},
+}
+
+func kindByName(name string) (kind, bool) {
+	for _, k := range kinds {
+		if k.name == name {
+			return k, true
+		}
+	}
+	return kind{}, false
+}
+
+// roundTrip says whether a latency sample is a round trip, halved in the
+// report (perftest: write and send ping-pong; read and atomic are one
+// request and its response).
+func (k kind) roundTrip() bool { return k.verb == verbWrite || k.verb == verbSend }
+
+// outReads is the initiator depth offered in the Dest message: perftest
+// sends 1 for write and send, and the device's max_qp_rd_atom for read and
+// atomic (0x80 on rxe, which is what the captures show).
+func (k kind) outReads() uint16 {
+	if k.verb == verbRead || k.verb == verbAtomic {
+		return 0x80
+	}
+	return 1
+}
+
+// Errors of the command line and of a run.
+var (
+	// ErrUsage means the command line does not describe a test.
+	ErrUsage = errors.New("usage")
+	// ErrStalled means the peer stopped answering for longer than
+	// --timeout (a failure detector, not a measurement).
+	ErrStalled = errors.New("no progress")
+	// ErrCompletion means a work request completed with an error status.
+	ErrCompletion = errors.New("work completion error")
+)
+
+// config is one side's test parameters; flags and defaults are perftest's.
+type config struct {
+	kind   kind
+	peer   string // empty: server
+	size   int
+	iters  int
+	all    bool
+	mtu    int
+	gidIdx int
+	dev    string
+	ip     string
+	port   int
+	gbits  bool
+	conn   string
+	tx     int
+	rx     int
+	qps    int
+	inline int
+	cqMod  int
+	link   string
+	json   bool
+	jsonTo string
+	// sizeList, when set, replaces -s and -a's sizes (the demo); it
+	// runs like -a.
+	sizeList []int
+	// timeout is the stall detector's limit, never a measurement.
+	timeout time.Duration
+}
+
+// allSizes are the sizes of -a: 2 B to 8 MiB, as perftest's RUN_ALL loop
+// (1 << i for i in 1..23).
+func allSizes() []int {
+	s := make([]int, 0, 23)
+	for i := 1; i < 24; i++ {
+		s = append(s, 1<<i)
+	}
+	return s
+}
+
+func (c *config) sizes() []int {
+	if c.sizeList != nil {
+		return c.sizeList
+	}
+	if c.all {
+		return allSizes()
+	}
+	return []int{c.size}
+}
+
+func (c *config) maxSize() int { return max(slices.Max(c.sizes()), c.size) }
+
+// parseArgs reads a subcommand's arguments. Like perftest's getopt_long it
+// takes the peer address anywhere among the flags.
+func parseArgs(k kind, args []string, errOut io.Writer) (*config, error) {
+	c := &config{kind: k}
+	fs := flag.NewFlagSet("uroce-perf "+k.name, flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	defIters, defSize, defTx, defInline := 1000, 2, 1, 220
+	if k.bw {
+		defIters, defSize, defTx, defInline = 5000, 65536, 128, 0
+	}
+	if k.verb == verbAtomic {
+		defSize = 8
+	}
+	intVar := func(p *int, short, long string, def int, usage string) {
+		fs.IntVar(p, short, def, usage)
+		fs.IntVar(p, long, def, "same as -"+short)
+	}
+	strVar := func(p *string, short, long, def, usage string) {
+		fs.StringVar(p, short, def, usage)
+		fs.StringVar(p, long, def, "same as -"+short)
+	}
+	intVar(&c.size, "s", "size", defSize, "message size in bytes")
+	intVar(&c.iters, "n", "iters", defIters, "iterations")
+	fs.BoolVar(&c.all, "a", false, "run sizes 2 B to 8 MiB")
+	fs.BoolVar(&c.all, "all", false, "same as -a")
+	intVar(&c.mtu, "m", "mtu", 0, "IB MTU in bytes (256..4096); 0 means the largest the link carries")
+	intVar(&c.gidIdx, "x", "gid-index", 0, "GID index (uroce has one GID per device: its address)")
+	strVar(&c.dev, "d", "ib-dev", "", "device: the network interface to run on")
+	fs.StringVar(&c.ip, "ip", "", "local IP address to run on (instead of -d's first address)")
+	intVar(&c.port, "p", "port", perftest.DefaultPort, "TCP port of the out-of-band exchange")
+	var cpuFreq bool
+	// -F: perftest's "don't fail on CPU frequency warnings"; uroce's clock
+	// is the monotonic nanosecond clock, so there is nothing to warn about.
+	fs.BoolVar(&cpuFreq, "F", false, "accepted for perftest compatibility (no cycle counter here)")
+	fs.BoolVar(&cpuFreq, "CPU-freq", false, "same as -F")
+	fs.BoolVar(&c.gbits, "report_gbits", false, "report bandwidth in Gb/s instead of MiB/s")
+	strVar(&c.conn, "c", "connection", "RC", "connection type (RC only)")
+	intVar(&c.tx, "t", "tx-depth", defTx, "send queue depth")
+	intVar(&c.rx, "r", "rx-depth", 512, "receive queue depth (send tests)")
+	intVar(&c.qps, "q", "qp", 1, "number of QPs")
+	intVar(&c.inline, "I", "inline_size", defInline, "largest message sent inline")
+	intVar(&c.cqMod, "Q", "cq-mod", 100, "signal one send in this many (bw tests)")
+	fs.StringVar(&c.link, "link", "udp", "link backend: udp, afpacket or afxdp")
+	fs.BoolVar(&c.json, "out_json", false, "also write the results as JSON")
+	fs.StringVar(&c.jsonTo, "out_json_file", "perftest_out.json", "file for --out_json (- is standard output)")
+	fs.DurationVar(&c.timeout, "timeout", time.Minute, "give up when the peer makes no progress for this long")
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrUsage, err)
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			break
+		}
+		if c.peer != "" {
+			return nil, fmt.Errorf("%w: more than one peer (%q, %q)", ErrUsage, c.peer, args[0])
+		}
+		c.peer, args = args[0], args[1:]
+	}
+	return c, c.check()
+}
+
+func (c *config) check() error {
+	switch {
+	case !strings.EqualFold(c.conn, "RC"):
+		return fmt.Errorf("%w: connection type %s: uroce runs RC only", ErrUsage, c.conn)
+	case c.size < 1 || c.size > 1<<23 && !c.all:
+		return fmt.Errorf("%w: size %d out of 1..%d", ErrUsage, c.size, 1<<23)
+	case c.kind.verb == verbAtomic && c.size != 8:
+		return fmt.Errorf("%w: atomic tests move 8 bytes", ErrUsage)
+	case c.kind.verb == verbAtomic && c.all:
+		return fmt.Errorf("%w: -a does not apply to atomic tests", ErrUsage)
+	case c.iters < 5 && !c.kind.bw:
+		return fmt.Errorf("%w: latency tests need at least 5 iterations", ErrUsage)
+	case c.iters < 1:
+		return fmt.Errorf("%w: iterations must be positive", ErrUsage)
+	case c.mtu != 0 && perftest.MTUFromBytes(c.mtu) == 0:
+		return fmt.Errorf("%w: MTU %d is not 256, 512, 1024, 2048 or 4096", ErrUsage, c.mtu)
+	case c.tx < 1 || c.rx < 1 || c.qps < 1 || c.cqMod < 1:
+		return fmt.Errorf("%w: depths, QPs and cq-mod must be positive", ErrUsage)
+	case c.port < 1 || c.port > 65535:
+		return fmt.Errorf("%w: port %d", ErrUsage, c.port)
+	}
+	switch c.link {
+	case "udp", "afpacket", "afxdp":
+	default:
+		return fmt.Errorf("%w: link %q (udp, afpacket or afxdp)", ErrUsage, c.link)
+	}
+	return nil
+}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/uroce/uroce/verbs"
+)
+
+// The demo's two ends: two loopback addresses, each with its own kernel
+// UDP socket on port 4791, so no privilege and no setup is needed.
+var (
+	demoServer = netip.MustParseAddr("127.0.0.1")
+	demoClient = netip.MustParseAddr("127.0.0.2")
+)
+
+// demoRuns are the demo's tests and sizes: small enough to finish in
+// seconds on a loaded machine, large enough to show segmentation at the
+// MTU.
+var demoRuns = []struct {
+	test  string
+	sizes []int
+	iters int
+}{
+	{"write_lat", []int{2, 64, 4096}, 1000},
+	{"read_lat", []int{2, 64, 4096}, 1000},
+	{"send_lat", []int{2, 64, 4096}, 1000},
+	{"atomic_lat", []int{8}, 1000},
+	{"write_bw", []int{64, 4096, 65536}, 2000},
+	{"read_bw", []int{64, 4096, 65536}, 2000},
+	{"send_bw", []int{64, 4096, 65536}, 2000},
+}
+
+// demo runs every test with both ends in this process over loopback and
+// prints the client's reports.
+func demo(w io.Writer) error {
+	begin := time.Now()
+	fmt.Fprintf(w, "uroce-perf demo: both ends in this process, RoCEv2 over UDP %v <-> %v port 4791, perftest exchange over TCP loopback\n", demoClient, demoServer)
+	for _, r := range demoRuns {
+		k, _ := kindByName(r.test)
+		mk := func(peer string) *config {
+			c, err := parseArgs(k, []string{"-n", fmt.Sprint(r.iters)}, io.Discard)
+			if err != nil {
+				panic(err) // the table above is fixed
+			}
+			c.peer, c.sizeList, c.all = peer, r.sizes, true
+			c.timeout = 30 * time.Second
+			return c
+		}
+		fmt.Fprintf(w, "\n=== uroce-perf %s (%d iterations per size)\n", r.test, r.iters)
+		if err := pair(context.Background(), mk(""), mk(demoServer.String()), demoServer, demoClient, io.Discard, w); err != nil {
+			return fmt.Errorf("demo %s: %w", r.test, err)
+		}
+	}
+	fmt.Fprintf(w, "\ndemo done in %.1f s\n", time.Since(begin).Seconds())
+	return nil
+}
+
+// pair runs a server and a client of one test in this process: devices on
+// the two addresses, the exchange over a TCP loopback connection.
+func pair(ctx context.Context, srvCfg, cliCfg *config, srvAddr, cliAddr netip.Addr, srvOut, cliOut io.Writer) error {
+	ln, err := net.Listen("tcp", net.JoinHostPort(srvAddr.String(), "0"))
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	defer ln.Close()
+	sdev, err := verbs.OpenAddr(srvAddr)
+	if err != nil {
+		return err
+	}
+	defer sdev.Close()
+	cdev, err := verbs.OpenAddr(cliAddr)
+	if err != nil {
+		return err
+	}
+	defer cdev.Close()
+	srvErr := make(chan error, 1)
+	go func() {
+		c, err := accept(ctx, ln)
+		if err != nil {
+			srvErr <- err
+			return
+		}
+		defer c.Close()
+		srvErr <- runOn(c, srvCfg, sdev, "udp:"+srvAddr.String(), srvOut)
+	}()
+	c, err := dial(ctx, ln.Addr().String(), cliCfg.timeout)
+	if err != nil {
+		ln.Close()
+		<-srvErr
+		return err
+	}
+	cerr := runOn(c, cliCfg, cdev, "udp:"+cliAddr.String(), cliOut)
+	// write_lat ends by closing the socket: closing ours also ends a
+	// server still waiting in the exchange if the client failed.
+	c.Close()
+	serr := <-srvErr
+	if cerr != nil || serr != nil {
+		return errors.Join(clientErr(cerr), serverErr(serr))
+	}
+	return nil
+}
+
+func clientErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("client: %w", err)
+}
+
+func serverErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("server: %w", err)
+}

@@ -1,0 +1,238 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/uroce/uroce/pkg/perftest"
+)
+
+// runner is the RDMA side of a test, driven by the exchange sequence.
+// bench implements it over a verbs device; the replay tests implement it
+// with canned values to check the sequence alone against captures.
+type runner interface {
+	// Setup creates the resources once Hello settled the system data
+	// and returns this side's Dest for each QP.
+	Setup(sys perftest.SysData) ([]perftest.Dest, error)
+	// Connect brings the QPs to RTS toward the peer's.
+	Connect(remote []perftest.Dest) error
+	// PostRecvs posts the receives of one size (send tests).
+	PostRecvs(size int) error
+	// Latency runs one latency measurement.
+	Latency(size int) (perftest.LatencyReport, error)
+	// Bandwidth runs one bandwidth measurement: the sender's loop, or in
+	// send_bw the server's receiving loop.
+	Bandwidth(size int) (perftest.BandwidthReport, error)
+}
+
+// reporter takes the report lines as the test produces them.
+type reporter interface {
+	Connected(local, remote []perftest.Dest, sys perftest.SysData)
+	Latency(perftest.LatencyReport)
+	Bandwidth(perftest.BandwidthReport)
+}
+
+// session runs one test over an exchange connection.
+type session struct {
+	cfg    *config
+	conn   *perftest.Conn
+	r      runner
+	out    reporter
+	server bool
+	// sys is the side's own system data offered in Hello.
+	sys perftest.SysData
+}
+
+// run performs the whole exchange of the test in perftest's order. The
+// order is each test's main() in perftest 4.5, which current perftest
+// keeps: any difference in the number of 108-byte handshakes deadlocks the
+// two sides.
+func (s *session) run() error {
+	sys, err := s.conn.Hello(s.sys)
+	if err != nil {
+		return err
+	}
+	mine, err := s.r.Setup(sys)
+	if err != nil {
+		return err
+	}
+	q := len(mine)
+	rem := make([]perftest.Dest, q)
+	hs := func(i int) error {
+		d, err := s.conn.HandShake(mine[i])
+		if err != nil {
+			return err
+		}
+		rem[i] = d
+		return nil
+	}
+	// perQP is perftest's "for (i = 0; i < num_of_qps; i++) ctx_hand_shake".
+	perQP := func() error {
+		for i := range q {
+			if err := hs(i); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	connect := func() error {
+		if err := s.r.Connect(rem); err != nil {
+			return err
+		}
+		s.out.Connected(mine, rem, sys)
+		return nil
+	}
+	k := s.cfg.kind
+	sizes := s.cfg.sizes()
+
+	// Setup up to the QPs at RTS and a barrier after it.
+	switch {
+	case !k.bw && k.verb != verbSend:
+		// write_lat, read_lat, atomic_lat: one handshake, one per QP,
+		// connect, one per QP, and "an additional handshake ... after
+		// moving qp to RTR".
+		if err := hs(0); err != nil {
+			return err
+		}
+		if err := perQP(); err != nil {
+			return err
+		}
+		if err := connect(); err != nil {
+			return err
+		}
+		if err := perQP(); err != nil {
+			return err
+		}
+		if err := hs(0); err != nil {
+			return err
+		}
+	case k.verb == verbSend:
+		// send_lat, send_bw: one per QP, connect, one, one per QP.
+		if err := perQP(); err != nil {
+			return err
+		}
+		if err := connect(); err != nil {
+			return err
+		}
+		if err := hs(0); err != nil {
+			return err
+		}
+		if err := perQP(); err != nil {
+			return err
+		}
+	default:
+		// write_bw, read_bw: one per QP, connect, one per QP, one.
+		if err := perQP(); err != nil {
+			return err
+		}
+		if err := connect(); err != nil {
+			return err
+		}
+		if err := perQP(); err != nil {
+			return err
+		}
+		if err := hs(0); err != nil {
+			return err
+		}
+	}
+
+	switch {
+	case k.verb == verbWrite && !k.bw:
+		// Both sides measure; write_lat ends by closing the socket,
+		// without the closing handshake.
+		for _, size := range sizes {
+			r, err := s.r.Latency(size)
+			if err != nil {
+				return err
+			}
+			s.out.Latency(r)
+		}
+		return nil
+	case !k.bw && k.verb != verbSend:
+		// read_lat, atomic_lat: the server only closes; the client
+		// measures, then closes.
+		if !s.server {
+			for _, size := range sizes {
+				r, err := s.r.Latency(size)
+				if err != nil {
+					return err
+				}
+				s.out.Latency(r)
+			}
+		}
+	case !k.bw:
+		// send_lat: receives posted, a barrier so the peer sends only
+		// after they are, then the ping-pong; per size with -a.
+		for _, size := range sizes {
+			if err := s.r.PostRecvs(size); err != nil {
+				return err
+			}
+			if err := hs(0); err != nil {
+				return err
+			}
+			r, err := s.r.Latency(size)
+			if err != nil {
+				return err
+			}
+			s.out.Latency(r)
+		}
+	case k.verb == verbSend:
+		// send_bw: the server posts receives, a barrier, both run (the
+		// server counts what arrives), and with -a one more barrier
+		// after each size.
+		for _, size := range sizes {
+			if s.server {
+				if err := s.r.PostRecvs(size); err != nil {
+					return err
+				}
+			}
+			if err := hs(0); err != nil {
+				return err
+			}
+			r, err := s.r.Bandwidth(size)
+			if err != nil {
+				return err
+			}
+			s.out.Bandwidth(r)
+			if s.cfg.all {
+				if err := hs(0); err != nil {
+					return err
+				}
+			}
+		}
+	default:
+		// write_bw, read_bw: the server waits in a handshake while the
+		// client runs, then they swap reports (the server prints the
+		// client's).
+		var last perftest.BandwidthReport
+		if !s.server {
+			for _, size := range sizes {
+				r, err := s.r.Bandwidth(size)
+				if err != nil {
+					return err
+				}
+				s.out.Bandwidth(r)
+				last = r
+			}
+		}
+		if err := hs(0); err != nil {
+			return err
+		}
+		var mineRep perftest.BWReport
+		if !s.server {
+			mineRep = perftest.BWReport{Size: uint64(last.Bytes), Iters: uint64(last.Iters),
+				BWPeak: last.Peak, BWAvg: last.Avg, MsgRate: last.MsgRate}
+		}
+		theirs, err := s.conn.ExchangeBWReports(mineRep)
+		if err != nil {
+			return err
+		}
+		if s.server {
+			s.out.Bandwidth(perftest.BandwidthReport{Bytes: int(theirs.Size), Iters: int(theirs.Iters),
+				Peak: theirs.BWPeak, Avg: theirs.BWAvg, MsgRate: theirs.MsgRate, Gbits: s.cfg.gbits})
+		}
+	}
+	if err := s.conn.Close(mine[0]); err != nil {
+		return fmt.Errorf("close: %w", err)
+	}
+	return nil
+}
