@@ -10,43 +10,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/uroce/uroce/internal/pcapfile"
+	"github.com/uroce/uroce/internal/perftestcap"
 )
 
 // tcpStreams returns the bytes the client (ephemeral port) and the server
 // (port 18515) sent over perftest's TCP connection in a capture.
 func tcpStreams(t *testing.T, name string) (client, server []byte) {
 	t.Helper()
-	f, err := pcapfile.ReadFile("../../testdata/rxe-captures/" + name)
+	client, server, err := perftestcap.TCPStreams("../../testdata/rxe-captures/" + name)
 	if err != nil {
 		t.Fatal(err)
-	}
-	next := map[uint16]uint32{}
-	for _, r := range f.Records {
-		b := r.Data
-		if len(b) < 34 || binary.BigEndian.Uint16(b[12:]) != 0x0800 || b[23] != 6 {
-			continue
-		}
-		ihl := int(b[14]&15) * 4
-		tcp := b[14+ihl:]
-		end := 14 + int(binary.BigEndian.Uint16(b[16:]))
-		pay := b[14+ihl+int(tcp[12]>>4)*4 : end]
-		src, seq := binary.BigEndian.Uint16(tcp), binary.BigEndian.Uint32(tcp[4:])
-		if len(pay) == 0 {
-			continue
-		}
-		if n, ok := next[src]; ok && seq != n {
-			continue // retransmission
-		}
-		next[src] = seq + uint32(len(pay))
-		if src == DefaultPort {
-			server = append(server, pay...)
-		} else {
-			client = append(client, pay...)
-		}
-	}
-	if len(client) == 0 || len(server) == 0 {
-		t.Fatalf("%s: no perftest exchange", name)
 	}
 	return client, server
 }
