@@ -25,6 +25,8 @@
 //	-n iters      number of exchanges (default 1000)
 //	-m mtu        path MTU: 256, 512, 1024, 2048 or 4096 (default 1024)
 //	-r depth      receives posted ahead (default 500)
+//	-linger d     keep answering the peer's retransmissions for d after the
+//	              last exchange (default 1s; uroce only)
 //	-stats        print the QP's transport counters at the end (uroce only)
 //
 // Facing ibv_rc_pingpong on rxe, give that side -g with its RoCEv2 GID

@@ -28,6 +28,7 @@ type options struct {
 	mtu     int
 	rxDepth int
 	stats   bool
+	linger  time.Duration
 	peer    string // the server's host; empty on the server
 
 	// For tests: a listener to accept on instead of the port, and a
@@ -47,6 +48,7 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 	fs.IntVar(&o.iters, "n", 1000, "number of `iters`")
 	fs.IntVar(&o.mtu, "m", 1024, "path `mtu`")
 	fs.IntVar(&o.rxDepth, "r", 500, "receives posted ahead (rx `depth`)")
+	fs.DurationVar(&o.linger, "linger", time.Second, "keep answering the peer's retransmissions this long after the last exchange (uroce only)")
 	fs.BoolVar(&o.stats, "stats", false, "print the QP's transport counters at the end (uroce only)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage:\n  pingpong [flags]         start a server and wait for connection\n  pingpong [flags] <host>  connect to server at <host>\n")
@@ -143,6 +145,9 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 		return err
 	}
 	usec := float64(time.Since(start).Microseconds())
+	if err := p.linger(ctx, o.linger); err != nil {
+		return err
+	}
 	bytes := float64(o.size) * float64(o.iters) * 2
 	fmt.Fprintf(out, "%.0f bytes in %.2f seconds = %.2f Mbit/sec\n", bytes, usec/1e6, bytes*8/usec)
 	fmt.Fprintf(out, "%d iters in %.2f seconds = %.2f usec/iter\n", o.iters, usec/1e6, usec/float64(o.iters))

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/uroce/uroce/qp"
 	"github.com/uroce/uroce/verbs"
@@ -185,6 +186,25 @@ func (p *pingPong) run(ctx context.Context, iters int, client bool) error {
 				}
 			}
 		}
+	}
+	return nil
+}
+
+// linger keeps the QP answering for d after the last exchange.
+// ibv_rc_pingpong has no closing handshake: if our last ACK was lost, the
+// peer retransmits its last SEND, and a QP already destroyed would never
+// answer, failing the peer's SEND with retry exceeded. Nothing should
+// complete meanwhile.
+func (p *pingPong) linger(ctx context.Context, d time.Duration) error {
+	lctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	var wc [1]verbs.WC
+	n, err := p.cq.Wait(lctx, wc[:])
+	if n > 0 {
+		return fmt.Errorf("completion after the last exchange: wr_id %#x, %v", wc[0].WRID, wc[0].Status)
+	}
+	if ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("linger: %w", err)
 	}
 	return nil
 }

@@ -184,7 +184,7 @@ func TestLoopback(t *testing.T) {
 			// blocking the test binary.
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			base := options{size: c.size, iters: c.iters, mtu: c.mtu, rxDepth: c.depth}
+			base := options{size: c.size, iters: c.iters, mtu: c.mtu, rxDepth: c.depth, linger: 100 * time.Millisecond}
 			so, co := base, base
 			so.listener = ln
 			so.open = func() (*verbs.Device, error) { return srvDev, nil }
