@@ -319,13 +319,20 @@ func (b *bench) Bandwidth(size int) (perftest.BandwidthReport, error) {
 		if err := b.recvBW(size, posted, completed); err != nil {
 			return perftest.BandwidthReport{}, err
 		}
-		return perftest.Bandwidth(size, posted, completed, 1, 1, b.cfg.gbits), nil
+		return perQP(perftest.Bandwidth(size, posted, completed, 1, 1, b.cfg.gbits), b.cfg.iters), nil
 	}
 	cqMod, err := b.sendBW(size, posted, completed)
 	if err != nil {
 		return perftest.BandwidthReport{}, err
 	}
-	return perftest.Bandwidth(size, posted, completed, cqMod, 1, b.cfg.gbits), nil
+	return perQP(perftest.Bandwidth(size, posted, completed, cqMod, 1, b.cfg.gbits), b.cfg.iters), nil
+}
+
+// perQP reports the iterations per QP, as perftest's #iterations column
+// does, while the rates count every QP's messages.
+func perQP(r perftest.BandwidthReport, iters int) perftest.BandwidthReport {
+	r.Iters = iters
+	return r
 }
 
 // sendBW is perftest's run_iter_bw: keep up to tx-depth WRs outstanding on

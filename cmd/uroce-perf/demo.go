@@ -53,7 +53,7 @@ func demo(w io.Writer) error {
 			return c
 		}
 		fmt.Fprintf(w, "\n=== uroce-perf %s (%d iterations per size)\n", r.test, r.iters)
-		if err := pair(context.Background(), mk(""), mk(demoServer.String()), demoServer, demoClient, io.Discard, w); err != nil {
+		if _, err := pair(context.Background(), mk(""), mk(demoServer.String()), demoServer, demoClient, io.Discard, w); err != nil {
 			return fmt.Errorf("demo %s: %w", r.test, err)
 		}
 	}
@@ -61,22 +61,25 @@ func demo(w io.Writer) error {
 	return nil
 }
 
+// pairCounters are the two devices' counters after a pair's run.
+type pairCounters struct{ Server, Client verbs.Counters }
+
 // pair runs a server and a client of one test in this process: devices on
 // the two addresses, the exchange over a TCP loopback connection.
-func pair(ctx context.Context, srvCfg, cliCfg *config, srvAddr, cliAddr netip.Addr, srvOut, cliOut io.Writer) error {
+func pair(ctx context.Context, srvCfg, cliCfg *config, srvAddr, cliAddr netip.Addr, srvOut, cliOut io.Writer) (pc pairCounters, err error) {
 	ln, err := net.Listen("tcp", net.JoinHostPort(srvAddr.String(), "0"))
 	if err != nil {
-		return fmt.Errorf("listen: %w", err)
+		return pc, fmt.Errorf("listen: %w", err)
 	}
 	defer ln.Close()
 	sdev, err := verbs.OpenAddr(srvAddr)
 	if err != nil {
-		return err
+		return pc, err
 	}
 	defer sdev.Close()
 	cdev, err := verbs.OpenAddr(cliAddr)
 	if err != nil {
-		return err
+		return pc, err
 	}
 	defer cdev.Close()
 	srvErr := make(chan error, 1)
@@ -93,17 +96,18 @@ func pair(ctx context.Context, srvCfg, cliCfg *config, srvAddr, cliAddr netip.Ad
 	if err != nil {
 		ln.Close()
 		<-srvErr
-		return err
+		return pc, err
 	}
 	cerr := runOn(c, cliCfg, cdev, "udp:"+cliAddr.String(), cliOut)
 	// write_lat ends by closing the socket: closing ours also ends a
 	// server still waiting in the exchange if the client failed.
 	c.Close()
 	serr := <-srvErr
+	pc = pairCounters{Server: sdev.Counters(), Client: cdev.Counters()}
 	if cerr != nil || serr != nil {
-		return errors.Join(clientErr(cerr), serverErr(serr))
+		return pc, errors.Join(clientErr(cerr), serverErr(serr))
 	}
-	return nil
+	return pc, nil
 }
 
 func clientErr(err error) error {

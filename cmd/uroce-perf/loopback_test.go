@@ -1,0 +1,269 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// loopbackPair returns two loopback addresses of the test's own
+// (127.x.y.1 and 127.x.y.2 from a hash of its name and the process), so
+// that tests and the demo running at the same time on this machine never
+// share a UDP port 4791.
+func loopbackPair(t *testing.T) (srv, cli netip.Addr) {
+	h := fnv.New32a()
+	fmt.Fprintf(h, "%s/%d", t.Name(), os.Getpid())
+	v := h.Sum32()
+	x, y := byte(v>>8)|1, byte(v)
+	return netip.AddrFrom4([4]byte{127, x, y, 1}), netip.AddrFrom4([4]byte{127, x, y, 2})
+}
+
+// runPair runs a test's server and client in this process with the given
+// flags and returns both sides' output.
+func runPair(t *testing.T, test string, flags ...string) (srvOut, cliOut string, pc pairCounters) {
+	t.Helper()
+	k, ok := kindByName(test)
+	if !ok {
+		t.Fatalf("no test %s", test)
+	}
+	srvAddr, cliAddr := loopbackPair(t)
+	srvCfg, err := parseArgs(k, flags, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cliCfg, err := parseArgs(k, append(flags, srvAddr.String()), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each side writes its own --out_json file.
+	srvCfg.jsonTo += ".server"
+	// Failure detection only: a healthy run takes well under a second.
+	srvCfg.timeout, cliCfg.timeout = 2*time.Minute, 2*time.Minute
+	var so, co bytes.Buffer
+	pc, err = pair(context.Background(), srvCfg, cliCfg, srvAddr, cliAddr, &so, &co)
+	if err != nil {
+		t.Fatalf("%s: %v\nserver:\n%s\nclient:\n%s", test, err, so.String(), co.String())
+	}
+	return so.String(), co.String(), pc
+}
+
+// tableRows parses perftest's result table in out: the column headings
+// and each row's values by heading.
+func tableRows(t *testing.T, out string) []map[string]float64 {
+	t.Helper()
+	lines := strings.Split(out, "\n")
+	for i, l := range lines {
+		if !strings.HasPrefix(strings.TrimSpace(l), "#bytes") {
+			continue
+		}
+		// Headings are separated by two or more spaces, except the
+		// first two.
+		var heads []string
+		for _, f := range strings.Split(strings.Replace(strings.TrimSpace(l), "#bytes #iterations", "#bytes  #iterations", 1), "  ") {
+			if f = strings.TrimSpace(f); f != "" {
+				heads = append(heads, f)
+			}
+		}
+		var rows []map[string]float64
+		for _, d := range lines[i+1:] {
+			if strings.HasPrefix(d, "---") {
+				return rows
+			}
+			fs := strings.Fields(d)
+			if len(fs) != len(heads) {
+				t.Fatalf("row %q has %d fields for %d headings %q", d, len(fs), len(heads), heads)
+			}
+			row := map[string]float64{}
+			for j, f := range fs {
+				v, err := strconv.ParseFloat(f, 64)
+				if err != nil {
+					t.Fatalf("row %q: %v", d, err)
+				}
+				row[heads[j]] = v
+			}
+			rows = append(rows, row)
+		}
+		t.Fatalf("table without its closing line:\n%s", out)
+	}
+	t.Fatalf("no result table in:\n%s", out)
+	return nil
+}
+
+// TestLoopback runs every test with both roles uroce over loopback and
+// checks that the reports parse, describe what ran, and that the data
+// crossed the link.
+func TestLoopback(t *testing.T) {
+	tests := []struct {
+		test  string
+		flags []string
+		sizes []int
+		iters int
+		// receiver of the payload: "server", "client" or "both".
+		receiver string
+		// serverTable says whether the server prints a table too.
+		serverTable bool
+	}{
+		{"write_lat", []string{"-s", "64", "-n", "200"}, []int{64}, 200, "both", true},
+		{"write_lat", []string{"-s", "3000", "-n", "100", "-m", "1024"}, []int{3000}, 100, "both", true},
+		{"read_lat", []string{"-s", "4096", "-n", "200"}, []int{4096}, 200, "client", false},
+		{"send_lat", []string{"-s", "300", "-n", "200", "-r", "16"}, []int{300}, 200, "both", true},
+		{"atomic_lat", []string{"-n", "200"}, []int{8}, 200, "client", false},
+		{"write_bw", []string{"-s", "8192", "-n", "300", "-q", "2"}, []int{8192}, 300, "server", true},
+		{"read_bw", []string{"-s", "5000", "-n", "300", "-m", "2048", "--report_gbits"}, []int{5000}, 300, "client", true},
+		{"send_bw", []string{"-s", "2050", "-n", "300", "-t", "32", "-r", "64"}, []int{2050}, 300, "server", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.test+"/"+strings.Join(tt.flags, "_"), func(t *testing.T) {
+			so, co, pc := runPair(t, tt.test, tt.flags...)
+			rows := tableRows(t, co)
+			if len(rows) != len(tt.sizes) {
+				t.Fatalf("client printed %d rows, want %d:\n%s", len(rows), len(tt.sizes), co)
+			}
+			k, _ := kindByName(tt.test)
+			for i, row := range rows {
+				if int(row["#bytes"]) != tt.sizes[i] || int(row["#iterations"]) != tt.iters {
+					t.Errorf("row %d: %v, want %d B x %d", i, row, tt.sizes[i], tt.iters)
+				}
+				if k.bw {
+					avg := row["BW average[MiB/sec]"] + row["BW average[Gb/sec]"]
+					if avg <= 0 || row["MsgRate[Mpps]"] <= 0 {
+						t.Errorf("row %d: no bandwidth: %v", i, row)
+					}
+				} else if !(row["t_min[usec]"] > 0 && row["t_min[usec]"] <= row["t_typical[usec]"] && row["t_typical[usec]"] <= row["t_max[usec]"]) {
+					t.Errorf("row %d: latencies out of order: %v", i, row)
+				}
+			}
+			if strings.Contains(so, "#bytes") != tt.serverTable {
+				t.Errorf("server table printed: %v, want %v:\n%s", !tt.serverTable, tt.serverTable, so)
+			}
+			if tt.serverTable {
+				tableRows(t, so)
+			}
+			// The payload crossed: the receiver got at least every
+			// message's bytes.
+			want := uint64(0)
+			for _, s := range tt.sizes {
+				want += uint64(s * tt.iters)
+			}
+			if tt.test == "write_bw" {
+				want *= 2 // -q 2
+			}
+			if (tt.receiver == "server" || tt.receiver == "both") && pc.Server.RxBytes < want {
+				t.Errorf("server received %d bytes, want at least %d", pc.Server.RxBytes, want)
+			}
+			if (tt.receiver == "client" || tt.receiver == "both") && pc.Client.RxBytes < want && k.verb != verbAtomic {
+				t.Errorf("client received %d bytes, want at least %d", pc.Client.RxBytes, want)
+			}
+			// An atomic's original value comes in the AtomicAckETH,
+			// not as payload: one response per iteration.
+			if k.verb == verbAtomic && (pc.Client.RxPackets < uint64(tt.iters) || pc.Server.CompletedRecvs != 0) {
+				t.Errorf("atomic: client received %d packets, want at least %d", pc.Client.RxPackets, tt.iters)
+			}
+		})
+	}
+}
+
+// TestLoopbackAllSizes runs -a's loop (every size from 2 B to 8 MiB) for
+// a latency and a bandwidth test, with few iterations.
+func TestLoopbackAllSizes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("moves 2 × 16 MiB per size")
+	}
+	for _, test := range []string{"send_lat", "write_bw"} {
+		t.Run(test, func(t *testing.T) {
+			_, co, _ := runPair(t, test, "-a", "-n", "5")
+			rows := tableRows(t, co)
+			if len(rows) != 23 {
+				t.Fatalf("%d rows, want 23:\n%s", len(rows), co)
+			}
+			for i, row := range rows {
+				if int(row["#bytes"]) != 2<<i {
+					t.Errorf("row %d is %v B", i, row["#bytes"])
+				}
+			}
+		})
+	}
+}
+
+// TestJSON checks --out_json: a file with the test's description and one
+// result per size, with perftest's field names and the printed numbers.
+func TestJSON(t *testing.T) {
+	dir := t.TempDir()
+	lat := filepath.Join(dir, "lat.json")
+	_, co, _ := runPair(t, "read_lat", "-s", "64", "-n", "50", "--out_json", "--out_json_file", lat)
+	var got struct {
+		TestInfo map[string]any   `json:"test_info"`
+		Results  []map[string]any `json:"results"`
+	}
+	b, err := os.ReadFile(lat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	if got.TestInfo["test"] != "RDMA_Read Latency Test" || got.TestInfo["Role"] != "client" || got.TestInfo["Number_of_qps"] != 1.0 {
+		t.Errorf("test_info %v", got.TestInfo)
+	}
+	row := tableRows(t, co)[0]
+	if srv, err := os.ReadFile(lat + ".server"); err != nil || !strings.Contains(string(srv), `"Role": "server"`) {
+		t.Errorf("server's json: %s, %v", srv, err)
+	}
+	if len(got.Results) != 1 || got.Results[0]["MsgSize"] != 64.0 || got.Results[0]["n_iterations"] != 50.0 {
+		t.Fatalf("results %v", got.Results)
+	}
+	for js, col := range map[string]string{"t_min": "t_min[usec]", "t_typical": "t_typical[usec]", "percentile_99.9": "99.9% percentile[usec]"} {
+		v, ok := got.Results[0][js].(float64)
+		if !ok || fmt.Sprintf("%.2f", v) != fmt.Sprintf("%.2f", row[col]) {
+			t.Errorf("%s = %v, table says %v", js, got.Results[0][js], row[col])
+		}
+	}
+
+	bw := filepath.Join(dir, "bw.json")
+	runPair(t, "write_bw", "-s", "4096", "-n", "100", "--report_gbits", "--out_json", "--out_json_file", bw)
+	b, err = os.ReadFile(bw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.Results = nil
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	if got.TestInfo["BW_units"] != "Gb/sec" || len(got.Results) != 1 || got.Results[0]["BW_average"].(float64) <= 0 || got.Results[0]["MsgSize"] != 4096.0 {
+		t.Errorf("bw json: %s", b)
+	}
+}
+
+func TestArgs(t *testing.T) {
+	k, _ := kindByName("write_bw")
+	c, err := parseArgs(k, []string{"-s", "64", "10.0.0.1", "-n", "7", "--report_gbits", "-q", "3"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.peer != "10.0.0.1" || c.size != 64 || c.iters != 7 || !c.gbits || c.qps != 3 || c.port != 18515 || c.tx != 128 {
+		t.Errorf("%+v", c)
+	}
+	k, _ = kindByName("write_lat")
+	if c, _ = parseArgs(k, nil, io.Discard); c.size != 2 || c.iters != 1000 || c.peer != "" || c.link != "udp" {
+		t.Errorf("write_lat defaults %+v", c)
+	}
+	for _, bad := range [][]string{{"-c", "UD"}, {"-m", "1500"}, {"-n", "2"}, {"--link", "rdma"}, {"a", "b"}, {"-s", "0"}} {
+		if _, err := parseArgs(k, bad, io.Discard); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	k, _ = kindByName("atomic_lat")
+	if c, err = parseArgs(k, nil, io.Discard); err != nil || c.size != 8 {
+		t.Errorf("atomic defaults %+v, %v", c, err)
+	}
+}
