@@ -216,3 +216,59 @@ func TestLoopback(t *testing.T) {
 		})
 	}
 }
+
+// TestClientChecksAnswers has the client face a server that answers with
+// other bytes: the client must stop with errData, not count the exchange.
+func TestClientChecksAnswers(t *testing.T) {
+	srvDev, cliDev := loopbackPair(t)
+	defer srvDev.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const size = 64
+	srv, err := newPingPong(srvDev, size, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.close()
+	srvErr := make(chan error, 1)
+	srvDone := make(chan struct{})
+	go func() {
+		defer close(srvDone)
+		// A server that answers its first message with the bytes
+		// flipped, and then drives its engine until the test ends.
+		local := dest{QPN: srv.qp.QPN(), PSN: 7, GID: srvDev.GIDs()[0]}
+		_, err := exchange(ctx, options{listener: ln}, local, func(r dest) error { return srv.connect(r, local.PSN, 1024) })
+		if err != nil {
+			srvErr <- err
+			return
+		}
+		var wc [1]verbs.WC
+		if _, err := srv.cq.Wait(ctx, wc[:]); err != nil {
+			srvErr <- err
+			return
+		}
+		for i, b := range srv.slot(int(wc[0].WRID & 0xffffffff)) {
+			srv.mr.Buf()[i] = ^b
+		}
+		srvErr <- srv.qp.PostSend(&verbs.SendWR{ID: sendWRID, Opcode: verbs.WRSend, SGL: []verbs.SGE{srv.mr.SGE(0, size)}})
+		for ctx.Err() == nil {
+			srv.cq.Wait(ctx, wc[:])
+		}
+	}()
+	co := options{size: size, iters: 10, mtu: 1024, rxDepth: 4, peer: "127.0.0.1",
+		port: ln.Addr().(*net.TCPAddr).Port, open: func() (*verbs.Device, error) { return cliDev, nil }}
+	var out strings.Builder
+	err = run(ctx, co, &out)
+	if !errors.Is(err, errData) {
+		t.Fatalf("client against a wrong answer: %v, want %v\n%s", err, errData, out.String())
+	}
+	cancel()
+	<-srvDone
+	if err := <-srvErr; err != nil {
+		t.Fatal(err)
+	}
+}
