@@ -1,0 +1,190 @@
+package rpc_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/uroce/uroce/examples/internal/loopback"
+	"github.com/uroce/uroce/examples/internal/rpc"
+	"github.com/uroce/uroce/verbs"
+)
+
+// long bounds waits that only detect a hang; nothing is timed against it.
+const long = 30 * time.Second
+
+const (
+	mEcho uint16 = iota + 1
+	mFail
+	mBlock
+)
+
+// setup connects a client on loopback.A to a server on loopback.B whose
+// handler echoes, fails, or blocks on release.
+func setup(t testing.TB, cfg rpc.Config, release <-chan struct{}) (*rpc.Client, *rpc.Server) {
+	t.Helper()
+	da, db, err := loopback.Pair(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { da.Close(); db.Close() })
+	srv := rpc.NewServer(db, cfg, func(method uint16, req, resp []byte) (int, uint16) {
+		switch method {
+		case mEcho:
+			return copy(resp, req), 0
+		case mBlock:
+			<-release
+			return copy(resp, req), 0
+		}
+		return 0, 42
+	})
+	t.Cleanup(func() { srv.Close() })
+	cli, err := rpc.NewClient(da, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	ep, err := srv.Accept(cli.Endpoint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cli.Connect(ep); err != nil {
+		t.Fatal(err)
+	}
+	return cli, srv
+}
+
+func ctxLong(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), long)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestCallSizes(t *testing.T) {
+	cli, _ := setup(t, rpc.Config{Slots: 8, MaxMsg: 16 << 10}, nil)
+	ctx := ctxLong(t)
+	for _, size := range []int{0, 1, 64, 1024, 4096, 4097, 16 << 10} {
+		req := bytes.Repeat([]byte{byte(size)}, size)
+		resp := make([]byte, 16<<10)
+		n, err := cli.Call(ctx, mEcho, req, resp)
+		if err != nil || !bytes.Equal(resp[:n], req) {
+			t.Fatalf("size %d: n %d err %v", size, n, err)
+		}
+	}
+	if _, err := cli.Call(ctx, mEcho, make([]byte, 16<<10+1), nil); !errors.Is(err, rpc.ErrTooLarge) {
+		t.Fatalf("oversized request: %v", err)
+	}
+	short := make([]byte, 3)
+	if n, err := cli.Call(ctx, mEcho, []byte("hello"), short); !errors.Is(err, rpc.ErrShortBuffer) || n != 3 || string(short) != "hel" {
+		t.Fatalf("short buffer: %d %v %q", n, err, short)
+	}
+	var st rpc.StatusError
+	if _, err := cli.Call(ctx, mFail, nil, nil); !errors.As(err, &st) || st != 42 {
+		t.Fatalf("status: %v", err)
+	}
+}
+
+// TestManyOutstanding runs more callers than slots, each checking that it
+// gets its own reply back: request IDs route replies to the right caller.
+func TestManyOutstanding(t *testing.T) {
+	cli, _ := setup(t, rpc.Config{Slots: 16, MaxMsg: 1024}, nil)
+	ctx := ctxLong(t)
+	const callers, calls = 48, 100
+	var wg sync.WaitGroup
+	errs := make(chan error, callers)
+	for g := range callers {
+		wg.Go(func() {
+			resp := make([]byte, 1024)
+			for k := range calls {
+				req := fmt.Appendf(nil, "caller %d call %d %s", g, k, bytes.Repeat([]byte{'x'}, (g*k)%900))
+				n, err := cli.Call(ctx, mEcho, req, resp)
+				if err != nil || !bytes.Equal(resp[:n], req) {
+					errs <- fmt.Errorf("caller %d call %d: %q, %v", g, k, resp[:n], err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if s := cli.Stats(); s.Calls != callers*calls || s.Late != 0 || s.Stray != 0 || s.Expired != 0 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+// TestDeadline lets a request expire while the server holds it, then
+// checks that the late reply is dropped and its slot and buffer serve the
+// next request (there is only one slot).
+func TestDeadline(t *testing.T) {
+	release := make(chan struct{})
+	cli, _ := setup(t, rpc.Config{Slots: 1, MaxMsg: 64}, release)
+	resp := []byte("untouched")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := cli.Call(ctx, mBlock, []byte("late reply"), resp); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("expired call: %v", err)
+	}
+	if s := cli.Stats(); s.Expired != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+	// The only slot is taken until the late reply comes: a call meanwhile
+	// waits for it, and gives up with its context.
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel2()
+	if _, err := cli.Call(ctx2, mEcho, []byte("x"), resp); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("call without a free slot: %v", err)
+	}
+	close(release)
+	n, err := cli.Call(ctxLong(t), mEcho, []byte("next"), resp)
+	if err != nil || string(resp[:n]) != "next" {
+		t.Fatalf("call after the late reply: %q %v", resp[:n], err)
+	}
+	if string(resp[n:]) != "untouched"[n:] {
+		t.Fatalf("the late reply wrote the caller's buffer: %q", resp)
+	}
+	if s := cli.Stats(); s.Late != 1 || s.Expired != 1 || s.Stray != 0 || s.Calls != 2 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+func TestRead(t *testing.T) {
+	cli, srv := setup(t, rpc.Config{Slots: 4, MaxMsg: 8192}, nil)
+	buf := bytes.Repeat([]byte("0123456789abcdef"), 1024)
+	mr, err := srv.PD().RegMR(buf, verbs.AccessRemoteRead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxLong(t)
+	dst := make([]byte, 5000)
+	if err := cli.Read(ctx, dst, mr.Addr()+3, mr.RKey()); err != nil || !bytes.Equal(dst, buf[3:5003]) {
+		t.Fatalf("read: %v", err)
+	}
+	// A bad key breaks the connection, as it does on an RNIC.
+	if err := cli.Read(ctx, dst, mr.Addr(), mr.RKey()+1); !errors.Is(err, rpc.ErrBroken) {
+		t.Fatalf("bad rkey: %v", err)
+	}
+	if _, err := cli.Call(ctx, mEcho, nil, nil); !errors.Is(err, rpc.ErrBroken) {
+		t.Fatalf("call on a broken connection: %v", err)
+	}
+}
+
+// BenchmarkCall is one caller's round trip of a 512-byte echo; its
+// allocations are process-wide (both engines, both goroutines).
+func BenchmarkCall(b *testing.B) {
+	cli, _ := setup(b, rpc.Config{Slots: 4, MaxMsg: 1024}, nil)
+	ctx := context.Background()
+	req, resp := make([]byte, 512), make([]byte, 1024)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := cli.Call(ctx, mEcho, req, resp); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
