@@ -32,7 +32,7 @@ func runPair(t *testing.T, srv, cli *lab.Guest, cmd string) (server, client lab.
 		t.Fatal(err)
 	}
 	defer sj.Kill() // a server whose client never came
-	if err := srv.WaitListen(ctx, perftestPort); err != nil {
+	if err := sj.WaitListen(ctx, perftestPort); err != nil {
 		t.Fatal(err)
 	}
 	client, err = cli.Run(ctx, cmd+" "+srv.Addr.String())

@@ -72,8 +72,8 @@ func (l *Lab) Start(cfg GuestConfig) (*Guest, error) {
 		cfg.Addr = GuestAddr(n)
 	}
 	if cfg.MAC == nil {
-		a := cfg.Addr.Addr().As4()
-		cfg.MAC = net.HardwareAddr{0x52, 0x54, 0x00, a[1], a[2], a[3]}
+		// As in the reference captures: 52:54:00:77:00:0b for 10.77.0.11.
+		cfg.MAC = net.HardwareAddr{0x52, 0x54, 0x00, 0x77, 0x00, cfg.Addr.Addr().As4()[3]}
 	}
 	g := &Guest{Name: cfg.Name, Addr: cfg.Addr.Addr().AsSlice(), MAC: cfg.MAC, lab: l, exited: make(chan struct{})}
 
@@ -114,7 +114,9 @@ func (l *Lab) Start(cfg GuestConfig) (*Guest, error) {
 	g.cmd = exec.Command(QEMU, args...)
 	g.cmd.Stdout, g.cmd.Stderr = console, console
 	g.cmd.ExtraFiles = []*os.File{tap}
-	// QEMU goes when the test process dies, however it dies.
+	// QEMU goes when the test process dies, however it dies; in its own
+	// process group, a ^C at the terminal reaches only the test, whose
+	// cleanup powers the guest off.
 	g.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	g.started = time.Now()
 	if err := startOnSpawner(g.cmd); err != nil {

@@ -103,8 +103,9 @@ func (j *Job) Done() bool {
 	return err == nil
 }
 
-// Kill asks the guest to SIGKILL the job's process group. It does not
-// wait; Wait still returns the job's status once the guest has written it.
+// Kill asks the guest to SIGKILL the job's process group, unless the job
+// has exited already. It does not wait; Wait still returns the job's
+// status once the guest has written it.
 func (j *Job) Kill() error {
 	err := os.WriteFile(filepath.Join(j.g.share, "kill", j.ID), nil, 0o644)
 	if err != nil {
@@ -122,13 +123,34 @@ func (j *Job) output() Result {
 }
 
 // WaitListen waits until something in the guest listens on TCP port
-// (IPv4 or IPv6), e.g. a perftest server before its client is started.
+// (IPv4 or IPv6).
 func (g *Guest) WaitListen(ctx context.Context, port int) error {
+	return g.waitListen(ctx, port, "")
+}
+
+// WaitListen waits until something in the job's guest listens on TCP
+// port, e.g. a perftest server before its client is started. If the job
+// exits first, the error holds its output.
+func (j *Job) WaitListen(ctx context.Context, port int) error {
+	return j.g.waitListen(ctx, port, j.ID)
+}
+
+func (g *Guest) waitListen(ctx context.Context, port int, job string) error {
 	// /proc/net/tcp*: local address "ADDR:PORT" in hex, state 0A = LISTEN.
-	cmd := fmt.Sprintf(`while ! awk '$2 ~ /:%04X$/ && $4 == "0A" {f=1} END {exit !f}' /proc/net/tcp /proc/net/tcp6; do sleep 0.1; done`, port)
+	cmd := fmt.Sprintf(`while ! awk '$2 ~ /:%04X$/ && $4 == "0A" {f=1} END {exit !f}' /proc/net/tcp /proc/net/tcp6; do`, port)
+	if job != "" {
+		cmd += fmt.Sprintf(` [ -e /lab/out/%s.rc ] && exit 99;`, job)
+	}
+	cmd += ` sleep 0.1; done`
 	r, err := g.Run(ctx, cmd)
 	if err != nil {
 		return fmt.Errorf("lab: %s: waiting for TCP port %d: %w", g.Name, port, err)
+	}
+	if r.ExitCode == 99 && job != "" {
+		j := &Job{g: g, ID: job}
+		out := j.output()
+		return fmt.Errorf("lab: %s: job %s exited before listening on TCP port %d\nstdout:\n%s\nstderr:\n%s",
+			g.Name, job, port, tail(out.Stdout, 15), tail(out.Stderr, 15))
 	}
 	return r.Err()
 }

@@ -62,6 +62,15 @@ func TestGuestJobs(t *testing.T) {
 		t.Errorf("killed job exited %d, want %d (SIGKILL)", r.ExitCode, 128+9)
 	}
 
+	// A server that fails before it listens is reported, not waited for.
+	bad, err := g.Start(`echo no such device >&2; exit 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bad.WaitListen(ctx, 7001); err == nil || !strings.Contains(err.Error(), "no such device") {
+		t.Errorf("WaitListen on a job that exited: %v, want an error with its stderr", err)
+	}
+
 	// The Peer namespace, where uroce runs, reaches the guest through
 	// the veth and the bridge.
 	srv, err := g.Start(`echo hello from the guest | nc -l -p 7000`)

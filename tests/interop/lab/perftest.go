@@ -64,7 +64,13 @@ func parseRow(cols, fields []string) (PerftestReport, error) {
 		return r, fmt.Errorf("perftest report: #iterations: %w", err)
 	}
 	for i := 2; i < len(cols) && i < len(fields); i++ {
-		v, err := strconv.ParseFloat(fields[i], 64)
+		f := fields[i]
+		// perftest prints C's "-nan" (e.g. a standard deviation when
+		// its cycle counts misbehave under emulation); Go reads only NaN.
+		if strings.EqualFold(strings.TrimLeft(f, "+-"), "nan") {
+			f = "NaN"
+		}
+		v, err := strconv.ParseFloat(f, 64)
 		if err != nil {
 			return r, fmt.Errorf("perftest report: %s: %w", cols[i], err)
 		}

@@ -2,6 +2,7 @@ package lab_test
 
 import (
 	"errors"
+	"math"
 	"testing"
 
 	"github.com/uroce/uroce/tests/interop/lab"
@@ -19,6 +20,11 @@ const (
  #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]
  65536      50               7.94               2.28   		   0.000036
 ---------------------------------------------------------------------------------------
+`
+	// As ib_write_lat printed it in a TCG guest on a busy host, when its
+	// CPU clock estimate came out as 0.
+	nanOutput = ` #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] 
+ 64      20          inf            inf          inf      	       inf         	-nan   		inf     		inf    
 `
 	passiveOutput = `---------------------------------------------------------------------------------------
                     RDMA_Read Latency Test
@@ -48,6 +54,10 @@ func TestParsePerftest(t *testing.T) {
 			t.Errorf("%s: got %d × %d, %s = %v (all: %v); want %d × %d, %v", c.name,
 				r.Bytes, r.Iterations, c.col, r.Values[c.col], r.Values, c.bytes, c.iters, c.val)
 		}
+	}
+	if r, err := lab.ParsePerftest(nanOutput); err != nil || r.Iterations != 20 ||
+		!math.IsNaN(r.Values["t_stdev[usec]"]) || !math.IsInf(r.Values["t_typical[usec]"], 1) {
+		t.Errorf("inf and -nan in a report: %v, %v; want 20 iterations, t_stdev NaN, t_typical +Inf", r, err)
 	}
 	if _, err := lab.ParsePerftest(passiveOutput); !errors.Is(err, lab.ErrNoReport) {
 		t.Errorf("passive side's output: %v, want ErrNoReport", err)
