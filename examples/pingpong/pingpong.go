@@ -35,6 +35,11 @@ type pingPong struct {
 	mr          *verbs.MR
 	cq          *verbs.CQ
 	qp          *verbs.QueuePair
+
+	// The work requests, built once: posting copies them into the
+	// queues, so the loop reuses them and allocates nothing.
+	sendWR  verbs.SendWR
+	recvWRs []verbs.RecvWR
 }
 
 // newPingPong creates the objects, moves the QP to INIT and posts depth
@@ -65,7 +70,10 @@ func newPingPong(d *verbs.Device, size, depth int) (*pingPong, error) {
 	if err := p.qp.Modify(&verbs.QPAttr{State: verbs.StateInit, AccessFlags: verbs.AccessLocalWrite}, init); err != nil {
 		return nil, fmt.Errorf("modify QP to INIT: %w", err)
 	}
+	p.sendWR = verbs.SendWR{ID: sendWRID, Opcode: verbs.WRSend, SGL: []verbs.SGE{p.mr.SGE(0, size)}}
+	p.recvWRs = make([]verbs.RecvWR, depth)
 	for slot := range depth {
+		p.recvWRs[slot] = verbs.RecvWR{ID: recvWRID | uint64(slot), SGL: []verbs.SGE{p.mr.SGE(size*(1+slot), size)}}
 		if err := p.postRecv(slot); err != nil {
 			return nil, err
 		}
@@ -76,8 +84,7 @@ func newPingPong(d *verbs.Device, size, depth int) (*pingPong, error) {
 func (p *pingPong) slot(i int) []byte { return p.mr.Buf()[p.size*(1+i) : p.size*(2+i)] }
 
 func (p *pingPong) postRecv(slot int) error {
-	err := p.qp.PostRecv(&verbs.RecvWR{ID: recvWRID | uint64(slot), SGL: []verbs.SGE{p.mr.SGE(p.size*(1+slot), p.size)}})
-	if err != nil {
+	if err := p.qp.PostRecv(&p.recvWRs[slot]); err != nil {
 		return fmt.Errorf("post receive: %w", err)
 	}
 	return nil
@@ -87,6 +94,11 @@ func (p *pingPong) postRecv(slot int) error {
 // ibv_rc_pingpong's attributes: timeout 14, 7 retries, RNR retry 7, min
 // RNR timer 12, one outstanding READ/atomic each way.
 func (p *pingPong) connect(remote dest, myPSN uint32, mtu int) error {
+	if !remote.GID.IsValid() || remote.GID.IsUnspecified() {
+		// ibv_rc_pingpong without -g sends a zero GID: it means to
+		// use no GRH, which RoCEv2 cannot do.
+		return fmt.Errorf("peer QP 0x%06x sent no GID (run ibv_rc_pingpong with -g)", remote.QPN)
+	}
 	err := p.qp.Connect(verbs.Endpoint{Addr: remote.GID.Unmap(), QPN: remote.QPN, PSN: remote.PSN}, verbs.ConnectOptions{
 		Access:      verbs.AccessLocalWrite, // no remote access (ibv_rc_pingpong grants none)
 		PathMTU:     mtu,
@@ -132,8 +144,7 @@ func (p *pingPong) run(ctx context.Context, iters int, client bool) error {
 				return err
 			}
 		}
-		err := p.qp.PostSend(&verbs.SendWR{ID: sendWRID, Opcode: verbs.WRSend, SGL: []verbs.SGE{p.mr.SGE(0, p.size)}})
-		if err != nil {
+		if err := p.qp.PostSend(&p.sendWR); err != nil {
 			return fmt.Errorf("post send: %w", err)
 		}
 		pending = pendingSend | pendingRecv

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/netip"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -270,5 +271,79 @@ func TestClientChecksAnswers(t *testing.T) {
 	<-srvDone
 	if err := <-srvErr; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRunAllocs checks that the exchange loop allocates nothing per
+// message: twice the iterations must not cost more allocations (both
+// sides run in this process, so both are counted).
+func TestRunAllocs(t *testing.T) {
+	srvDev, cliDev := loopbackPair(t)
+	defer srvDev.Close()
+	defer cliDev.Close()
+	const size = 256
+	srv, err := newPingPong(srvDev, size, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.close()
+	cli, err := newPingPong(cliDev, size, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.close()
+	if err := srv.connect(dest{QPN: cli.qp.QPN(), PSN: 100, GID: cliDev.GIDs()[0]}, 200, 1024); err != nil {
+		t.Fatal(err)
+	}
+	if err := cli.connect(dest{QPN: srv.qp.QPN(), PSN: 200, GID: srvDev.GIDs()[0]}, 100, 1024); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	mallocs := func(iters int) uint64 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		errc := make(chan error, 1)
+		go func() { errc <- srv.run(ctx, iters, false) }()
+		if err := cli.run(ctx, iters, true); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+		runtime.ReadMemStats(&after)
+		return after.Mallocs - before.Mallocs
+	}
+	mallocs(100) // warm up: the engine's and the link's first use
+	short, long := mallocs(200), mallocs(1200)
+	t.Logf("mallocs: %d for 200 exchanges, %d for 1200", short, long)
+	// A per-message allocation would add at least 1000 (2000 with both
+	// sides); the margin is for the runtime's own.
+	if long > short+100 {
+		t.Errorf("1000 more exchanges cost %d more allocations", long-short)
+	}
+}
+
+// TestConnectZeroGID: ibv_rc_pingpong without -g sends a zero GID, which
+// must be refused with advice rather than connected to "::".
+func TestConnectZeroGID(t *testing.T) {
+	srvDev, cliDev := loopbackPair(t)
+	defer srvDev.Close()
+	defer cliDev.Close()
+	p, err := newPingPong(srvDev, 64, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.close()
+	m := []byte("0000:000011:123456:00000000000000000000000000000000\x00")
+	d, err := parseDest(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.connect(d, 1, 1024); err == nil || !strings.Contains(err.Error(), "-g") {
+		t.Errorf("connect to a zero GID: %v, want an error naming -g", err)
+	}
+	if s := p.qp.State(); s != verbs.StateInit {
+		t.Errorf("QP in %v after a refused connect, want INIT", s)
 	}
 }
