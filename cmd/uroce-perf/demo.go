@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/uroce/uroce/pkg/perftest"
 	"github.com/uroce/uroce/verbs"
 )
 
@@ -57,12 +58,19 @@ func demo(w io.Writer) error {
 			return fmt.Errorf("demo %s: %w", r.test, err)
 		}
 	}
+	if err := compareUDP(w, []int{64, 4096}, demoRuns[0].iters); err != nil {
+		return err
+	}
 	fmt.Fprintf(w, "\ndemo done in %.1f s\n", time.Since(begin).Seconds())
 	return nil
 }
 
 // pairCounters are the two devices' counters after a pair's run.
-type pairCounters struct{ Server, Client verbs.Counters }
+type pairCounters struct {
+	Server, Client verbs.Counters
+	// ClientLat are the client's latency reports.
+	ClientLat []perftest.LatencyReport
+}
 
 // pair runs a server and a client of one test in this process: devices on
 // the two addresses, the exchange over a TCP loopback connection.
@@ -90,7 +98,8 @@ func pair(ctx context.Context, srvCfg, cliCfg *config, srvAddr, cliAddr netip.Ad
 			return
 		}
 		defer c.Close()
-		srvErr <- runOn(c, srvCfg, sdev, "udp:"+srvAddr.String(), srvOut)
+		_, err = runOn(c, srvCfg, sdev, "udp:"+srvAddr.String(), srvOut)
+		srvErr <- err
 	}()
 	c, err := dial(ctx, ln.Addr().String(), cliCfg.timeout)
 	if err != nil {
@@ -98,12 +107,13 @@ func pair(ctx context.Context, srvCfg, cliCfg *config, srvAddr, cliAddr netip.Ad
 		<-srvErr
 		return pc, err
 	}
-	cerr := runOn(c, cliCfg, cdev, "udp:"+cliAddr.String(), cliOut)
+	out, cerr := runOn(c, cliCfg, cdev, "udp:"+cliAddr.String(), cliOut)
+	pc.ClientLat = out.Lat
 	// write_lat ends by closing the socket: closing ours also ends a
 	// server still waiting in the exchange if the client failed.
 	c.Close()
 	serr := <-srvErr
-	pc = pairCounters{Server: sdev.Counters(), Client: cdev.Counters()}
+	pc.Server, pc.Client = sdev.Counters(), cdev.Counters()
 	if cerr != nil || serr != nil {
 		return pc, errors.Join(clientErr(cerr), serverErr(serr))
 	}
@@ -122,4 +132,53 @@ func serverErr(err error) error {
 		return nil
 	}
 	return fmt.Errorf("server: %w", err)
+}
+
+// compareUDP sets uroce's write_lat beside a plain kernel UDP ping-pong of
+// the same size between the same two addresses, in the same run: the
+// ratio is what uroce's transport costs on top of the kernel's UDP. The
+// three are interleaved and each keeps its best of three rounds, so that a
+// burst of load from other processes does not land on one of them only.
+func compareUDP(w io.Writer, sizes []int, iters int) error {
+	fmt.Fprintf(w, "\n=== uroce write_lat against a kernel UDP ping-pong of the same size (%v <-> %v, half round trip in µs, best of 3 interleaved rounds of %d)\n", demoClient, demoServer, iters)
+	fmt.Fprintf(w, " #bytes  udp blocking      udp busy-poll     uroce write_lat   uroce/udp busy-poll\n")
+	fmt.Fprintf(w, "         t_min  t_typical  t_min  t_typical  t_min  t_typical  t_min  t_typical\n")
+	k, _ := kindByName("write_lat")
+	for _, size := range sizes {
+		var best [3]perftest.LatencyReport
+		keep := func(i int, r perftest.LatencyReport) {
+			if best[i].Iters == 0 || r.Typical < best[i].Typical {
+				best[i].Typical, best[i].Iters = r.Typical, r.Iters
+			}
+			if best[i].Min == 0 || r.Min < best[i].Min {
+				best[i].Min = r.Min
+			}
+		}
+		for range 3 {
+			for i, spin := range []bool{false, true} {
+				r, err := udpPingPong(demoServer, demoClient, size, iters, spin, 30*time.Second)
+				if err != nil {
+					return err
+				}
+				keep(i, r)
+			}
+			mk := func(peer string) *config {
+				c, err := parseArgs(k, []string{"-s", fmt.Sprint(size), "-n", fmt.Sprint(iters)}, io.Discard)
+				if err != nil {
+					panic(err)
+				}
+				c.peer, c.timeout = peer, 30*time.Second
+				return c
+			}
+			pc, err := pair(context.Background(), mk(""), mk(demoServer.String()), demoServer, demoClient, io.Discard, io.Discard)
+			if err != nil {
+				return fmt.Errorf("demo write_lat: %w", err)
+			}
+			keep(2, pc.ClientLat[0])
+		}
+		fmt.Fprintf(w, " %-7d %-6.2f %-10.2f %-6.2f %-10.2f %-6.2f %-10.2f %-6.2f %.2f\n", size,
+			best[0].Min, best[0].Typical, best[1].Min, best[1].Typical, best[2].Min, best[2].Typical,
+			best[2].Min/best[1].Min, best[2].Typical/best[1].Typical)
+	}
+	return nil
 }

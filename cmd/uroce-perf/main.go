@@ -88,11 +88,13 @@ func runTest(ctx context.Context, cfg *config, stdout io.Writer) error {
 		}
 	}
 	defer conn.Close()
-	return runOn(conn, cfg, dev, name, stdout)
+	_, err = runOn(conn, cfg, dev, name, stdout)
+	return err
 }
 
-// runOn runs a test on an established exchange connection and device.
-func runOn(conn net.Conn, cfg *config, dev *verbs.Device, name string, stdout io.Writer) error {
+// runOn runs a test on an established exchange connection and device,
+// and returns what it printed.
+func runOn(conn net.Conn, cfg *config, dev *verbs.Device, name string, stdout io.Writer) (*printer, error) {
 	server := cfg.peer == ""
 	out := &printer{w: stdout, cfg: cfg, device: name}
 	mtu := perftest.MTUFromBytes(cfg.mtu)
@@ -100,11 +102,11 @@ func runOn(conn net.Conn, cfg *config, dev *verbs.Device, name string, stdout io
 		mtu = perftest.MTUFromBytes(min(dev.MaxPathMTU(), 4096))
 	}
 	if mtu == 0 {
-		return fmt.Errorf("device %s: path MTU %d is no IB MTU: %w", name, dev.MaxPathMTU(), verbs.ErrMTU)
+		return out, fmt.Errorf("device %s: path MTU %d is no IB MTU: %w", name, dev.MaxPathMTU(), verbs.ErrMTU)
 	}
 	dc, err := newDrivingConn(conn)
 	if err != nil {
-		return err
+		return out, err
 	}
 	b := newBench(cfg, dev, server)
 	b.conn = dc
@@ -112,9 +114,9 @@ func runOn(conn net.Conn, cfg *config, dev *verbs.Device, name string, stdout io
 		sys: perftest.SysData{PageSize: os.Getpagesize(), CacheLine: 64, MTU: mtu}}
 	if err := s.run(); err != nil {
 		out.finish()
-		return err
+		return out, err
 	}
-	return out.finish()
+	return out, out.finish()
 }
 
 func accept(ctx context.Context, ln net.Listener) (net.Conn, error) {
