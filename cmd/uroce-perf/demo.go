@@ -90,30 +90,46 @@ func pair(ctx context.Context, srvCfg, cliCfg *config, srvAddr, cliAddr netip.Ad
 		return pc, err
 	}
 	defer cdev.Close()
+	e := pairEnds{srvDev: sdev, cliDev: cdev, srvName: "udp:" + srvAddr.String(), cliName: "udp:" + cliAddr.String(), ln: ln,
+		dial: func() (net.Conn, error) { return dial(ctx, ln.Addr().String(), cliCfg.timeout) }}
+	return e.run(ctx, srvCfg, cliCfg, srvOut, cliOut)
+}
+
+// pairEnds are the two ends of an in-process pair: devices, the server's
+// listener and how the client dials it (tests open these inside network
+// namespaces).
+type pairEnds struct {
+	srvDev, cliDev   *verbs.Device
+	srvName, cliName string
+	ln               net.Listener
+	dial             func() (net.Conn, error)
+}
+
+func (e pairEnds) run(ctx context.Context, srvCfg, cliCfg *config, srvOut, cliOut io.Writer) (pc pairCounters, err error) {
 	srvErr := make(chan error, 1)
 	go func() {
-		c, err := accept(ctx, ln)
+		c, err := accept(ctx, e.ln)
 		if err != nil {
 			srvErr <- err
 			return
 		}
 		defer c.Close()
-		_, err = runOn(c, srvCfg, sdev, "udp:"+srvAddr.String(), srvOut)
+		_, err = runOn(c, srvCfg, e.srvDev, e.srvName, srvOut)
 		srvErr <- err
 	}()
-	c, err := dial(ctx, ln.Addr().String(), cliCfg.timeout)
+	c, err := e.dial()
 	if err != nil {
-		ln.Close()
+		e.ln.Close()
 		<-srvErr
 		return pc, err
 	}
-	out, cerr := runOn(c, cliCfg, cdev, "udp:"+cliAddr.String(), cliOut)
+	out, cerr := runOn(c, cliCfg, e.cliDev, e.cliName, cliOut)
 	pc.ClientLat = out.Lat
 	// write_lat ends by closing the socket: closing ours also ends a
 	// server still waiting in the exchange if the client failed.
 	c.Close()
 	serr := <-srvErr
-	pc.Server, pc.Client = sdev.Counters(), cdev.Counters()
+	pc.Server, pc.Client = e.srvDev.Counters(), e.cliDev.Counters()
 	if cerr != nil || serr != nil {
 		return pc, errors.Join(clientErr(cerr), serverErr(serr))
 	}
