@@ -102,4 +102,3 @@ func TestLinkBackends(t *testing.T) {
 		})
 	}
 }
-
