@@ -46,6 +46,7 @@ func (e *Engine) complete(q *QP, p *bth.Packet) {
 	op := p.Opcode()
 	var w *sendWQE
 	progress := false
+	acked := q.comp.psn
 	state := compGetWQE
 	for {
 		switch state {
@@ -124,6 +125,7 @@ func (e *Engine) complete(q *QP, p *bth.Packet) {
 			q.Counters.RNRNAKsRcvd++
 			if q.comp.rnrRetry == 0 {
 				w.status = WCRNRRetryExcErr
+				q.Counters.RNRRetryExcErrs++
 				state = compError
 				continue
 			}
@@ -154,6 +156,9 @@ func (e *Engine) complete(q *QP, p *bth.Packet) {
 			// postpone a retry forever.
 			if progress || q.retrans.idx < 0 {
 				e.rearmRetrans(q)
+			}
+			if progress {
+				e.ccAck(q, acked, q.comp.psn)
 			}
 			return
 		}
@@ -311,16 +316,19 @@ func (e *Engine) errorRetry(q *QP, w *sendWQE, timeout bool) compState {
 	}
 	if q.comp.retryCnt == 0 {
 		w.status = WCRetryExcErr
+		q.Counters.RetryExcErrs++
 		return compError
 	}
 	if q.comp.retryCnt != 7 {
 		q.comp.retryCnt--
 	}
+	q.Counters.CompleterRetries++
 	// Nothing to retry when everything sent has been answered.
 	if q.req.psn.After(q.comp.psn) {
 		q.req.needRetry = true
 		q.comp.startedRetry = true
 		e.kick(q)
+		e.ccLoss(q)
 	}
 	return compDone
 }

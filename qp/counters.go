@@ -1,5 +1,7 @@
 package qp
 
+import "github.com/uroce/uroce/cc"
+
 // Counters count a QP's traffic and transport events; the engine keeps the
 // same set summed over all QPs, plus what it could not deliver to a QP.
 type Counters struct {
@@ -26,6 +28,13 @@ type Counters struct {
 	// Dropped counts packets the QP ignored (stale responses, bad
 	// sequence, wrong state).
 	Dropped uint64
+	// RetryExcErrs and RNRRetryExcErrs count WRs failed for running out
+	// of retries or RNR retries (rxe's retry_exceeded_err and
+	// retry_rnr_exceeded_err).
+	RetryExcErrs, RNRRetryExcErrs uint64
+	// CompleterRetries counts go-back-N retries the completer started
+	// and paid for with a retry (rxe's completer_retry_err).
+	CompleterRetries uint64
 }
 
 // EngineCounters are a device's counters.
@@ -38,4 +47,11 @@ type EngineCounters struct {
 	NoBuffer uint64
 	// TxErrors counts packets the port did not send.
 	TxErrors uint64
+	// CNPsRcvd counts CNPs received for an existing QP, whatever its
+	// algorithm did with them.
+	CNPsRcvd uint64
+	// CC sums the QPs' congestion control counters (mlx5's
+	// np_ecn_marked_roce_packets, np_cnp_sent, rp_cnp_handled,
+	// rp_cnp_ignored).
+	CC cc.Counters
 }

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/uroce/uroce/bth"
+	"github.com/uroce/uroce/cc"
+	"github.com/uroce/uroce/cc/cnp"
 	"github.com/uroce/uroce/pkg/link"
 )
 
@@ -54,15 +56,25 @@ type Engine struct {
 	// congestion control to mark data ECT(0). By default it is the QP's
 	// traffic class.
 	TOS func(q *QP, response bool) uint8
+	// CC is the congestion control of QPs whose QPConfig names none: the
+	// device default. NewEngine sets "none" at DefaultLineRate with the
+	// firmware's notification point, so CE-marked packets are answered
+	// with CNPs whatever this side runs, as a ConnectX peer expects. A zero
+	// LineRate means DefaultLineRate.
+	CC cc.Config
+	// PacerBurst is each paced QP's token bucket depth in bytes; 0 means
+	// DefaultPacerBurst. It applies to QPs created after it is set.
+	PacerBurst int
 }
 
 // NewEngine returns an engine that sends through port.
 func NewEngine(port Port) *Engine {
-	return &Engine{port: port, txq: make([]*link.Packet, 0, txBatch)}
+	return &Engine{port: port, txq: make([]*link.Packet, 0, txBatch), CC: cc.DefaultConfig(cc.KindNone, DefaultLineRate)}
 }
 
 // CreateQP makes a QP in the RESET state. It returns ErrBadAttr for a
-// missing CQ or a zero capacity, ErrTooManyQPs when no QPN is free.
+// missing CQ or a zero capacity, ErrTooManyQPs when no QPN is free, and an
+// error wrapping cc.ErrUnknownKind or cc.ErrBadParams for a bad cfg.CC.
 func (e *Engine) CreateQP(cfg QPConfig) (*QP, error) {
 	if cfg.SendCQ == nil || cfg.RecvCQ == nil || cfg.MaxSendWR < 1 || cfg.MaxRecvWR < 0 || cfg.MaxInline < 0 {
 		return nil, fmt.Errorf("create QP: %w: CQs and a send queue are required", ErrBadAttr)
@@ -72,6 +84,10 @@ func (e *Engine) CreateQP(cfg QPConfig) (*QP, error) {
 	}
 	if cfg.MaxRecvSGE <= 0 {
 		cfg.MaxRecvSGE = 1
+	}
+	q := &QP{e: e, cfg: cfg}
+	if err := e.ccInit(q, cfg.CC, e.now); err != nil {
+		return nil, fmt.Errorf("create QP: %w", err)
 	}
 	var idx uint32
 	if n := len(e.freeQPN); n > 0 {
@@ -84,7 +100,7 @@ func (e *Engine) CreateQP(cfg QPConfig) (*QP, error) {
 		idx = uint32(len(e.qps))
 		e.qps = append(e.qps, nil)
 	}
-	q := &QP{e: e, qpn: FirstQPN + idx, cfg: cfg}
+	q.qpn = FirstQPN + idx
 	q.retrans = timer{idx: -1, qp: q, kind: timerRetrans}
 	q.rnr = timer{idx: -1, qp: q, kind: timerRNR}
 	ss := ringSize(cfg.MaxSendWR)
@@ -120,6 +136,8 @@ func (e *Engine) DestroyQP(q *QP) error {
 	}
 	e.stopTimer(&q.retrans)
 	e.stopTimer(&q.rnr)
+	e.stopTimer(&q.cc.timer)
+	e.stopTimer(&q.cc.pace)
 	q.state = StateReset
 	q.cfg.SendCQ.refs--
 	q.cfg.RecvCQ.refs--
@@ -127,6 +145,17 @@ func (e *Engine) DestroyQP(q *QP) error {
 	e.freeQPN = append(e.freeQPN, idx)
 	// A QP on the ready list is skipped there: its state is RESET.
 	return nil
+}
+
+// AppendQPs appends every live QP to dst, in QPN order, and returns it:
+// for counters and metrics that walk a device's QPs.
+func (e *Engine) AppendQPs(dst []*QP) []*QP {
+	for _, q := range e.qps {
+		if q != nil {
+			dst = append(dst, q)
+		}
+	}
+	return dst
 }
 
 // CQInUse reports whether any QP uses the CQ.
@@ -166,7 +195,22 @@ func (e *Engine) Receive(now time.Time, pkts []*link.Packet) {
 
 func (e *Engine) receiveOne(lp *link.Packet) {
 	p := &e.pkt
-	if err := p.Decode(lp.RoCE()); err != nil || p.Opcode().Service() != bth.ServiceRC {
+	if err := p.Decode(lp.RoCE()); err != nil {
+		e.Counters.BadPacket++
+		return
+	}
+	if qpn, ok := cnp.Is(p); ok {
+		// A CNP carries no P_Key check and no PSN: it only names the QP
+		// that must slow down (IBA A17.9.3).
+		if q := e.QP(qpn); q != nil {
+			e.Counters.CNPsRcvd++
+			e.ccCNP(q)
+		} else {
+			e.Counters.NoQP++
+		}
+		return
+	}
+	if p.Opcode().Service() != bth.ServiceRC {
 		e.Counters.BadPacket++
 		return
 	}
@@ -184,6 +228,9 @@ func (e *Engine) receiveOne(lp *link.Packet) {
 	}
 	q.Counters.RxPackets++
 	q.Counters.RxBytes += uint64(len(p.Payload()))
+	if lp.CE() {
+		e.ccCE(q)
+	}
 	if p.Has(bth.Request) {
 		if !q.state.receives() {
 			q.Counters.Dropped++
@@ -211,6 +258,10 @@ func (e *Engine) Process(now time.Time) {
 			e.retransTimeout(t.qp)
 		case timerRNR:
 			t.qp.req.waitRNR = false
+			e.kick(t.qp)
+		case timerCC:
+			e.ccTimer(t.qp)
+		case timerPace:
 			e.kick(t.qp)
 		}
 	}
@@ -275,9 +326,14 @@ func (e *Engine) newPacket(q *QP, bf *bth.BTHFields, payloadLen int, response bo
 	lp.Len = n
 	lp.Remote = q.attr.DestAddr
 	lp.SrcPort = q.sport
-	if e.TOS != nil {
+	switch {
+	case e.TOS != nil:
 		lp.TOS = e.TOS(q, response)
-	} else {
+	case q.cc.ect && (!response || payloadLen > 0):
+		// Requests and READ responses carry ECT(0); ACKs stay
+		// Not-ECT, as ConnectX sends them.
+		lp.TOS = q.attr.TrafficClass&^3 | link.ECT0
+	default:
 		lp.TOS = q.attr.TrafficClass
 	}
 	q.Counters.TxPackets++
@@ -324,6 +380,10 @@ func (e *Engine) Stats() EngineCounters {
 		t.DupRequests += c.DupRequests
 		t.ErrNAKsSent += c.ErrNAKsSent
 		t.Dropped += c.Dropped
+		t.RetryExcErrs += c.RetryExcErrs
+		t.RNRRetryExcErrs += c.RNRRetryExcErrs
+		t.CompleterRetries += c.CompleterRetries
+		s.CC.Add(q.cc.alg.Stats(e.now).Counters)
 	}
 	return s
 }

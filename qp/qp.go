@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/uroce/uroce/bth"
+	"github.com/uroce/uroce/cc"
 )
 
 // QPConfig holds the capacities of a new QP (ibv_qp_init_attr).
@@ -18,6 +19,9 @@ type QPConfig struct {
 	MaxInline      int
 	// SignalAll makes every send WR signaled (sq_sig_all).
 	SignalAll bool
+	// CC selects the QP's congestion control; nil means the engine's
+	// default (Engine.CC).
+	CC *cc.Config
 }
 
 type wqeState uint8
@@ -97,6 +101,7 @@ type QP struct {
 	resp    responder
 	retrans timer
 	rnr     timer
+	cc      *ccState
 	queued  bool
 	// Counters count this QP's traffic and events.
 	Counters Counters
@@ -288,6 +293,10 @@ func (q *QP) Modify(now time.Time, a *Attr, mask AttrMask) error {
 func (q *QP) reset() {
 	q.e.stopTimer(&q.retrans)
 	q.e.stopTimer(&q.rnr)
+	// A reset QP starts its congestion control afresh, as a new one
+	// would; the configuration it was given cannot fail twice.
+	cfg := q.cc.cfg
+	_ = q.e.ccInit(q, &cfg, q.e.now)
 	q.sq.head, q.sq.next, q.sq.tail = 0, 0, 0
 	q.rq.head, q.rq.tail = 0, 0
 	res := q.resp.res

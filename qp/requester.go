@@ -91,6 +91,9 @@ func (e *Engine) runRequester(q *QP, budget int) bool {
 			if budget == 0 {
 				return true
 			}
+			if e.ccHold(q, w.nextPayload(q.mtu)) {
+				return false // the pacer's timer or an ACK kicks us
+			}
 			state = reqSendPacket
 
 		case reqSendPacket:
@@ -118,6 +121,15 @@ func (w *sendWQE) npkts(mtu int) int {
 		return 1
 	}
 	return int((uint64(w.length) + uint64(mtu) - 1) / uint64(mtu))
+}
+
+// nextPayload returns the payload of w's next request packet: none for a
+// READ request or an atomic.
+func (w *sendWQE) nextPayload(mtu int) int {
+	if w.wr.Opcode.isReadAtomic() || w.offset >= w.length {
+		return 0
+	}
+	return int(min(w.length-w.offset, uint32(mtu)))
 }
 
 // validateSendWQE resolves the local keys of a WQE before its first packet,
@@ -257,9 +269,15 @@ func (e *Engine) sendRequest(q *QP, w *sendWQE) bool {
 	if payload > 0 {
 		gather(dst, w, w.offset)
 	}
-	if psn.Before(q.req.highPSN) {
+	retransmit := psn.Before(q.req.highPSN)
+	if retransmit {
 		q.Counters.Retransmits++
 	}
+	newest := psn
+	if op == WRRead {
+		newest = w.lastPSN
+	}
+	e.ccSent(q, lp.Len+ipUDPLen, newest, retransmit)
 	switch {
 	case op == WRRead:
 		q.req.psn = w.lastPSN.Next()
@@ -311,7 +329,12 @@ func (q *QP) retry() {
 	q.req.needRetry = false
 	q.req.psn = q.comp.psn
 	q.req.noackPkts = 0
+	// The WQE the requester is in the middle of (paced, or stopped by
+	// the PSN window) rewinds too: its offset is past comp.psn.
 	stop := q.sq.next
+	if stop != q.sq.tail && q.sq.at(stop).state == wqeProcessing {
+		stop++
+	}
 	q.sq.next = q.sq.head
 	for i := q.sq.head; i != stop; i++ {
 		w := q.sq.at(i)

@@ -7,6 +7,8 @@ type timerKind uint8
 const (
 	timerRetrans timerKind = iota // local ACK timeout (IBA 9.7.6.1.3)
 	timerRNR                      // RNR NAK wait (IBA 9.7.5.2.8)
+	timerCC                       // the congestion control algorithm's timer
+	timerPace                     // the pacer will have tokens for the requester
 )
 
 // timer is one QP timer, embedded in the QP; idx is its place in the heap

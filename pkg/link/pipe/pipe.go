@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/uroce/uroce/bth"
+	"github.com/uroce/uroce/cc"
 	"github.com/uroce/uroce/pkg/link"
 	"github.com/uroce/uroce/pkg/link/internal/pool"
 	"github.com/uroce/uroce/pkg/link/internal/wire"
@@ -28,11 +29,10 @@ var (
 	errShort  = errors.New("pipe: packet shorter than BTH and ICRC")
 )
 
-// ECN configures RED-style CE marking on a direction's queue, in bytes.
-type ECN struct {
-	Kmin, Kmax int
-	Pmax       float64
-}
+// ECN configures RED-style CE marking on a direction's queue, in bytes:
+// the congestion point of package cc (DCQCN §3.1), so the pipe marks as the
+// simulator's switch does.
+type ECN = cc.RED
 
 // Faults are one direction's impairments. The zero value is a perfect wire.
 type Faults struct {
@@ -435,14 +435,13 @@ func (d *direction) releaseHeld(now time.Time) {
 }
 
 func mark(r *rand.Rand, e *ECN, q int) bool {
-	switch {
-	case q <= e.Kmin:
-		return false
-	case q >= e.Kmax:
-		return true
+	// Draw only on the ramp, so runs without marking keep their random
+	// sequence.
+	u := 0.0
+	if q > e.Kmin && q <= e.Kmax {
+		u = r.Float64()
 	}
-	p := e.Pmax * float64(q-e.Kmin) / float64(e.Kmax-e.Kmin)
-	return r.Float64() < p
+	return e.Mark(q, u)
 }
 
 // corrupt flips one bit of the RoCE packet that the ICRC covers: any bit

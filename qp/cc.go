@@ -1,0 +1,258 @@
+package qp
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/uroce/uroce/bth"
+	"github.com/uroce/uroce/cc"
+	"github.com/uroce/uroce/cc/cnp"
+	"github.com/uroce/uroce/pkg/link"
+)
+
+// DefaultLineRate is the line rate of the engine's default congestion
+// control when nobody names one: the highest rate any algorithm answers.
+const DefaultLineRate = 100 * cc.Gbps
+
+// DefaultPacerBurst is the token bucket depth of a paced QP: enough for a
+// few full packets so an engine turn that comes a little late still sends
+// at the QP's rate, small enough that a QP never dumps much more than that
+// into a queue at once.
+const DefaultPacerBurst = 16 << 10
+
+// ipUDPLen is what the bottleneck sees in front of the RoCE packet on
+// IPv4: the IP and UDP headers. The pacer counts IP datagram bytes, as a
+// switch's queue and a rate limiter do.
+const ipUDPLen = 20 + 8
+
+// reqHeaderEstimate is a request's headers up to and including the ICRC
+// plus ipUDPLen, at their largest (BTH, RETH, ImmDt, ICRC): what the pacer
+// asks for before the packet is built; the exact length is taken after.
+const reqHeaderEstimate = bth.BTHLen + 16 + 4 + bth.ICRCLen + ipUDPLen
+
+// ccState is one QP's congestion control: the algorithm, the pacer that
+// holds the requester to the algorithm's rate, and two timers in the
+// engine's heap, so a QP costs the same whatever the number of QPs.
+type ccState struct {
+	alg   cc.Algorithm
+	kind  cc.Kind
+	cfg   cc.Config // as selected, for a QP reset
+	pacer cc.Pacer
+	rate  cc.Rate
+	// paced: the requester waits on the pacer (every algorithm but none,
+	// which never slows down).
+	paced bool
+	// ect: data packets carry ECT(0), so a congestion point marks rather
+	// than drops them (DCQCN §3; ConnectX sets ECT on RoCE when ECN is on
+	// for the priority).
+	ect bool
+	// timer is the algorithm's (NextTimer); pace wakes the requester
+	// when the pacer will have tokens.
+	timer timer
+	pace  timer
+	// sent holds the send time of the packet whose PSN is the slot, for
+	// RTT samples; zero for a retransmitted packet (Karn's rule).
+	sent [maxUnackedPSNs]int64
+	// srtt is the smoothed RTT (RFC 6298's 1/8 gain), 0 before a sample.
+	srtt time.Duration
+}
+
+// ccInit gives q a fresh algorithm from cfg (the engine's default when
+// nil).
+func (e *Engine) ccInit(q *QP, cfg *cc.Config, now time.Time) error {
+	c := e.CC
+	if cfg != nil {
+		c = *cfg
+	}
+	if c.LineRate == 0 {
+		c.LineRate = DefaultLineRate
+	}
+	alg, err := cc.New(&c, now)
+	if err != nil {
+		return err
+	}
+	if q.cc == nil {
+		q.cc = new(ccState)
+		q.cc.timer = timer{idx: -1, qp: q, kind: timerCC}
+		q.cc.pace = timer{idx: -1, qp: q, kind: timerPace}
+	}
+	s := q.cc
+	e.stopTimer(&s.timer)
+	e.stopTimer(&s.pace)
+	burst := e.PacerBurst
+	if burst <= 0 {
+		burst = DefaultPacerBurst
+	}
+	s.alg, s.kind, s.cfg = alg, c.Kind, c
+	s.paced = c.Kind != cc.KindNone
+	s.ect = c.Kind != cc.KindNone
+	s.rate = alg.Rate()
+	s.pacer = cc.NewPacer(now, s.rate, burst)
+	clear(s.sent[:])
+	s.srtt = 0
+	return nil
+}
+
+// SetCC replaces the QP's congestion control with the algorithm cfg
+// selects (the engine's default when nil), starting afresh at now. It
+// returns an error wrapping cc.ErrUnknownKind or cc.ErrBadParams.
+func (q *QP) SetCC(now time.Time, cfg *cc.Config) error {
+	if err := q.e.ccInit(q, cfg, now); err != nil {
+		return fmt.Errorf("set congestion control of QP %d: %w", q.qpn, err)
+	}
+	q.e.now = now
+	q.e.ccSync(q)
+	q.e.kick(q)
+	return nil
+}
+
+// CCStats returns a snapshot of the QP's congestion control as of now:
+// the mlx5 counters, the current rate and DCQCN's α.
+func (q *QP) CCStats(now time.Time) cc.Stats { return q.cc.alg.Stats(now) }
+
+// SRTT returns the smoothed round-trip time from a request's send to its
+// ACK (RFC 6298's gain of 1/8, Karn's rule), or 0 before the first sample.
+func (q *QP) SRTT() time.Duration { return q.cc.srtt }
+
+// CCKind returns the QP's congestion control algorithm.
+func (q *QP) CCKind() cc.Kind { return q.cc.kind }
+
+// ccHold reports whether the requester must wait before sending a packet
+// of about n bytes of payload: for the pacer (then its timer is armed) or
+// for the algorithm's window (then an ACK kicks the QP).
+func (e *Engine) ccHold(q *QP, n int) bool {
+	s := q.cc
+	if w := s.alg.Window(); w > 0 && int(q.req.psn.Diff(q.comp.psn))*q.mtu >= w {
+		return true
+	}
+	if !s.paced {
+		return false
+	}
+	d := s.pacer.Delay(e.now, n+reqHeaderEstimate)
+	if d == 0 {
+		return false
+	}
+	if d != cc.Never {
+		e.setTimer(&s.pace, e.now.Add(d))
+	}
+	return true
+}
+
+// ccSent accounts a request packet of wire bytes that went out with PSNs
+// up to last: the pacer's tokens, the algorithm's byte counter, the send
+// time for RTT samples.
+func (e *Engine) ccSent(q *QP, wire int, last bth.PSN, retransmit bool) {
+	s := q.cc
+	if s.paced {
+		s.pacer.Take(e.now, wire)
+	}
+	t := e.now.UnixNano()
+	if retransmit {
+		t = 0
+	}
+	s.sent[uint32(last)&(maxUnackedPSNs-1)] = t
+	s.alg.OnSent(e.now, wire)
+	e.ccSync(q)
+}
+
+// ccAck tells the algorithm that the PSNs [from, to) were acknowledged.
+func (e *Engine) ccAck(q *QP, from, to bth.PSN) {
+	n := int(to.Diff(from))
+	if n <= 0 {
+		return
+	}
+	s := q.cc
+	var rtt time.Duration
+	if t := s.sent[uint32(to.Add(-1))&(maxUnackedPSNs-1)]; t != 0 {
+		rtt = time.Duration(e.now.UnixNano() - t)
+		if rtt < 0 {
+			rtt = 0
+		}
+	}
+	if rtt > 0 {
+		if s.srtt == 0 {
+			s.srtt = rtt
+		} else {
+			s.srtt += (rtt - s.srtt) / 8
+		}
+	}
+	s.alg.OnAck(e.now, n*q.mtu, rtt)
+	e.ccSync(q)
+}
+
+// ccLoss tells the algorithm that a go-back-N started.
+func (e *Engine) ccLoss(q *QP) {
+	q.cc.alg.OnLoss(e.now)
+	e.ccSync(q)
+}
+
+// ccCE is the notification point: a CE-marked packet arrived for q, and
+// the algorithm may ask for a CNP to the peer's QP.
+func (e *Engine) ccCE(q *QP) {
+	if q.cc.alg.OnCE(e.now) && q.state.receives() {
+		e.sendCNP(q)
+	}
+}
+
+// ccCNP is the reaction point: a CNP named q.
+func (e *Engine) ccCNP(q *QP) {
+	q.cc.alg.OnCNP(e.now)
+	e.ccSync(q)
+}
+
+// ccTimer runs the algorithm's timer.
+func (e *Engine) ccTimer(q *QP) {
+	q.cc.alg.OnTimer(e.now)
+	e.ccSync(q)
+}
+
+// ccSync carries the algorithm's answers over after an event: the pacer's
+// rate and the timer. A QP waiting on the pacer is looked at again when its
+// rate changed, since its wake-up time was worked out at the old rate.
+func (e *Engine) ccSync(q *QP) {
+	s := q.cc
+	if r := s.alg.Rate(); r != s.rate {
+		s.rate = r
+		if s.paced {
+			s.pacer.SetRate(e.now, r)
+			if s.pace.idx >= 0 {
+				e.stopTimer(&s.pace)
+				e.kick(q)
+			}
+		}
+	}
+	switch nt := s.alg.NextTimer(); {
+	case nt.IsZero():
+		e.stopTimer(&s.timer)
+	case s.timer.idx < 0 || !s.timer.when.Equal(nt):
+		e.setTimer(&s.timer, nt)
+	}
+}
+
+// sendCNP sends a CNP to the peer's QP: BTH opcode 0x81, P_Key 0xFFFF,
+// BECN, 16 reserved bytes, in an IP packet with DSCP 48 and Not-ECT, as
+// ConnectX does (cc/cnp).
+func (e *Engine) sendCNP(q *QP) {
+	if len(e.txq) == cap(e.txq) {
+		e.flush()
+	}
+	if e.port.Alloc(e.one[:]) == 0 {
+		e.Counters.NoBuffer++
+		return
+	}
+	lp := e.one[0]
+	e.one[0] = nil
+	n, err := cnp.Encode(lp.Buf[lp.Off:], q.attr.DestQPN)
+	if err != nil {
+		e.Counters.NoBuffer++
+		e.one[0] = lp
+		e.port.Release(e.one[:])
+		e.one[0] = nil
+		return
+	}
+	lp.Len = n
+	lp.Remote = q.attr.DestAddr
+	lp.SrcPort = q.sport
+	lp.TOS = cnp.DSCP<<2 | link.ECNNotECT
+	e.txq = append(e.txq, lp)
+}
