@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 
+	"github.com/uroce/uroce/cc"
 	"github.com/uroce/uroce/qp"
 )
 
@@ -20,6 +21,9 @@ type QPInit struct {
 	Cap            QPCap
 	// SignalAll signals every send WR (sq_sig_all).
 	SignalAll bool
+	// CC selects the QP's congestion control; nil means the device's
+	// default (Device.SetCC).
+	CC *cc.Config
 }
 
 // QueuePair is a reliable-connected queue pair (ibv_qp).
@@ -39,7 +43,7 @@ func (pd *PD) CreateQP(init *QPInit) (*QueuePair, error) {
 			PD: pd.id, SendCQ: init.SendCQ.c, RecvCQ: init.RecvCQ.c,
 			MaxSendWR: init.Cap.MaxSendWR, MaxRecvWR: init.Cap.MaxRecvWR,
 			MaxSendSGE: init.Cap.MaxSendSGE, MaxRecvSGE: init.Cap.MaxRecvSGE,
-			MaxInline: init.Cap.MaxInline, SignalAll: init.SignalAll,
+			MaxInline: init.Cap.MaxInline, SignalAll: init.SignalAll, CC: init.CC,
 		})
 		return err
 	})
