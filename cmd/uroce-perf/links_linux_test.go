@@ -29,6 +29,7 @@ func TestLinkBackends(t *testing.T) {
 		t.Run(tc.link+"/"+tc.test, func(t *testing.T) {
 			a, b := netns.New(t), netns.New(t)
 			va, vb := netns.NewVeth(t, a, b)
+			t.Logf("namespaces %s and %s", a.Name, b.Name)
 			srvAddr, cliAddr := netip.MustParseAddr("10.201.0.1"), netip.MustParseAddr("10.201.0.2")
 			va.AddAddr(t, netip.PrefixFrom(srvAddr, 24))
 			vb.AddAddr(t, netip.PrefixFrom(cliAddr, 24))
