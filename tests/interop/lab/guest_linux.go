@@ -49,6 +49,7 @@ type Guest struct {
 	BootTime  time.Duration
 	ReadyLine string
 
+	cfg     GuestConfig
 	lab     *Lab
 	cmd     *exec.Cmd
 	share   string // host side of the 9p share
@@ -75,7 +76,12 @@ func (l *Lab) Start(cfg GuestConfig) (*Guest, error) {
 		// As in the reference captures: 52:54:00:77:00:0b for 10.77.0.11.
 		cfg.MAC = net.HardwareAddr{0x52, 0x54, 0x00, 0x77, 0x00, cfg.Addr.Addr().As4()[3]}
 	}
-	g := &Guest{Name: cfg.Name, Addr: cfg.Addr.Addr().AsSlice(), MAC: cfg.MAC, lab: l, exited: make(chan struct{})}
+	return l.start(cfg)
+}
+
+// start starts a guest whose config is complete.
+func (l *Lab) start(cfg GuestConfig) (*Guest, error) {
+	g := &Guest{Name: cfg.Name, Addr: cfg.Addr.Addr().AsSlice(), MAC: cfg.MAC, cfg: cfg, lab: l, exited: make(chan struct{})}
 
 	dir := filepath.Join(l.dir, cfg.Name)
 	os.RemoveAll(dir) // a kept artifact directory from an earlier run
@@ -194,6 +200,17 @@ func (l *Lab) newTap(guest string) (*os.File, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// restart starts a guest again after g's QEMU died while booting,
+// keeping g's files beside the new ones for a look afterwards.
+func (l *Lab) restart(g *Guest) (*Guest, error) {
+	dir := filepath.Join(l.dir, g.Name)
+	os.RemoveAll(dir + ".died")
+	if err := os.Rename(dir, dir+".died"); err != nil {
+		return nil, fmt.Errorf("lab: keep %s's files: %w", g.Name, err)
+	}
+	return l.start(g.cfg)
 }
 
 // WaitReady waits until the guest's init reports rxe0 ready.

@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -130,6 +131,10 @@ func GuestAddr(n int) netip.Prefix {
 
 // Boot starts one guest per config, all at once, and waits until each has
 // rxe0 ready. It fails the test if any does not come up within BootTimeout.
+//
+// A guest whose kernel dies while booting (QEMU exits: TCG on a loaded
+// host has made early timer checks fail) is started once more, and the
+// first console is logged; a guest whose init reports a failure is not.
 func (l *Lab) Boot(cfgs ...GuestConfig) []*Guest {
 	l.t.Helper()
 	gs := make([]*Guest, len(cfgs))
@@ -143,8 +148,16 @@ func (l *Lab) Boot(cfgs ...GuestConfig) []*Guest {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), BootTimeout)
 	defer cancel()
-	for _, g := range gs {
-		if err := g.WaitReady(ctx); err != nil {
+	for i, g := range gs {
+		err := g.WaitReady(ctx)
+		if errors.Is(err, ErrGuestExited) {
+			l.t.Logf("lab: %s died while booting; starting it once more. %v", g.Name, err)
+			if g, err = l.restart(g); err == nil {
+				gs[i] = g
+				err = g.WaitReady(ctx)
+			}
+		}
+		if err != nil {
 			l.t.Fatal(err)
 		}
 		l.t.Logf("lab: %s (%s) ready %.1fs after start: %s", g.Name, g.Addr, g.BootTime.Seconds(), g.ReadyLine)
