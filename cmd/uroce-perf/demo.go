@@ -54,13 +54,17 @@ func demo(w io.Writer) error {
 			return c
 		}
 		fmt.Fprintf(w, "\n=== uroce-perf %s (%d iterations per size)\n", r.test, r.iters)
+		t0 := time.Now()
 		if _, err := pair(context.Background(), mk(""), mk(demoServer.String()), demoServer, demoClient, io.Discard, w); err != nil {
 			return fmt.Errorf("demo %s: %w", r.test, err)
 		}
+		fmt.Fprintf(w, "(%s: %.1f s)\n", r.test, time.Since(t0).Seconds())
 	}
+	t0 := time.Now()
 	if err := compareUDP(w, []int{64, 4096}, demoRuns[0].iters); err != nil {
 		return err
 	}
+	fmt.Fprintf(w, "(comparison: %.1f s)\n", time.Since(t0).Seconds())
 	fmt.Fprintf(w, "\ndemo done in %.1f s\n", time.Since(begin).Seconds())
 	return nil
 }
@@ -153,10 +157,10 @@ func serverErr(err error) error {
 // compareUDP sets uroce's write_lat beside a plain kernel UDP ping-pong of
 // the same size between the same two addresses, in the same run: the
 // ratio is what uroce's transport costs on top of the kernel's UDP. The
-// three are interleaved and each keeps its best of three rounds, so that a
+// three are interleaved and each keeps its best of two rounds, so that a
 // burst of load from other processes does not land on one of them only.
 func compareUDP(w io.Writer, sizes []int, iters int) error {
-	fmt.Fprintf(w, "\n=== uroce write_lat against a kernel UDP ping-pong of the same size (%v <-> %v, half round trip in µs, best of 3 interleaved rounds of %d)\n", demoClient, demoServer, iters)
+	fmt.Fprintf(w, "\n=== uroce write_lat against a kernel UDP ping-pong of the same size (%v <-> %v, half round trip in µs, best of 2 interleaved rounds of %d)\n", demoClient, demoServer, iters)
 	fmt.Fprintf(w, " #bytes  udp blocking      udp busy-poll     uroce write_lat   uroce/udp busy-poll\n")
 	fmt.Fprintf(w, "         t_min  t_typical  t_min  t_typical  t_min  t_typical  t_min  t_typical\n")
 	k, _ := kindByName("write_lat")
@@ -170,7 +174,7 @@ func compareUDP(w io.Writer, sizes []int, iters int) error {
 				best[i].Min = r.Min
 			}
 		}
-		for range 3 {
+		for range 2 {
 			for i, spin := range []bool{false, true} {
 				r, err := udpPingPong(demoServer, demoClient, size, iters, spin, 30*time.Second)
 				if err != nil {
