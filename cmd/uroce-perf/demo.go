@@ -39,7 +39,10 @@ var demoRuns = []struct {
 
 // demo runs every test with both ends in this process over loopback and
 // prints the client's reports.
-func demo(w io.Writer) error {
+func demo(w io.Writer) error { return demoAt(w, demoServer, demoClient) }
+
+// demoAt runs the demo between two local addresses.
+func demoAt(w io.Writer, demoServer, demoClient netip.Addr) error {
 	begin := time.Now()
 	fmt.Fprintf(w, "uroce-perf demo: both ends in this process, RoCEv2 over UDP %v <-> %v port 4791, perftest exchange over TCP loopback\n", demoClient, demoServer)
 	for _, r := range demoRuns {
@@ -61,7 +64,7 @@ func demo(w io.Writer) error {
 		fmt.Fprintf(w, "(%s: %.1f s)\n", r.test, time.Since(t0).Seconds())
 	}
 	t0 := time.Now()
-	if err := compareUDP(w, []int{64, 4096}, demoRuns[0].iters); err != nil {
+	if err := compareUDP(w, demoServer, demoClient, []int{64, 4096}, demoRuns[0].iters); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "(comparison: %.1f s)\n", time.Since(t0).Seconds())
@@ -159,7 +162,7 @@ func serverErr(err error) error {
 // ratio is what uroce's transport costs on top of the kernel's UDP. The
 // three are interleaved and each keeps its best of two rounds, so that a
 // burst of load from other processes does not land on one of them only.
-func compareUDP(w io.Writer, sizes []int, iters int) error {
+func compareUDP(w io.Writer, demoServer, demoClient netip.Addr, sizes []int, iters int) error {
 	fmt.Fprintf(w, "\n=== uroce write_lat against a kernel UDP ping-pong of the same size (%v <-> %v, half round trip in µs, best of 2 interleaved rounds of %d)\n", demoClient, demoServer, iters)
 	fmt.Fprintf(w, " #bytes  udp blocking      udp busy-poll     uroce write_lat   uroce/udp busy-poll\n")
 	fmt.Fprintf(w, "         t_min  t_typical  t_min  t_typical  t_min  t_typical  t_min  t_typical\n")

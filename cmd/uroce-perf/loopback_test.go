@@ -267,3 +267,49 @@ func TestArgs(t *testing.T) {
 		t.Errorf("atomic defaults %+v, %v", c, err)
 	}
 }
+
+// TestDemo runs the demo (on the test's own loopback addresses) and checks
+// that it prints every test's table with a row per size, and the
+// comparison with kernel UDP.
+func TestDemo(t *testing.T) {
+	srv, cli := loopbackPair(t)
+	var b bytes.Buffer
+	if err := demoAt(&b, srv, cli); err != nil {
+		t.Fatalf("%v\n%s", err, b.String())
+	}
+	out := b.String()
+	for _, r := range demoRuns {
+		i := strings.Index(out, "=== uroce-perf "+r.test+" ")
+		if i < 0 {
+			t.Fatalf("no %s in:\n%s", r.test, out)
+		}
+		rows := tableRows(t, out[i:])
+		if len(rows) != len(r.sizes) {
+			t.Errorf("%s: %d rows, want %d", r.test, len(rows), len(r.sizes))
+		}
+		for j, row := range rows {
+			if int(row["#bytes"]) != r.sizes[j] || int(row["#iterations"]) != r.iters {
+				t.Errorf("%s row %d: %v", r.test, j, row)
+			}
+		}
+	}
+	i := strings.Index(out, "against a kernel UDP ping-pong")
+	if i < 0 {
+		t.Fatalf("no comparison in:\n%s", out)
+	}
+	var n int
+	for _, l := range strings.Split(out[i:], "\n") {
+		fs := strings.Fields(l)
+		if len(fs) == 9 && (fs[0] == "64" || fs[0] == "4096") {
+			for _, f := range fs[1:] {
+				if v, err := strconv.ParseFloat(f, 64); err != nil || v <= 0 {
+					t.Errorf("comparison line %q: %q", l, f)
+				}
+			}
+			n++
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d comparison lines, want 2:\n%s", n, out[i:])
+	}
+}
