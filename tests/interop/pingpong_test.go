@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/uroce/uroce/bth"
+	"github.com/uroce/uroce/internal/pcapfile"
 	"github.com/uroce/uroce/tests/interop/lab"
 )
 
@@ -76,6 +77,7 @@ type pingpongResult struct {
 	guestDelta   lab.Counters
 	uroceCount   map[string]uint64
 	stats        lab.RoCEStats
+	frames       []pcapfile.Record
 	captureError error
 }
 
@@ -134,7 +136,7 @@ func (r pingpongRun) run(t *testing.T, l *lab.Lab, g *lab.Guest, bin string) pin
 	after := counters(t, g)[0]
 	res.guestDelta = after.Sub(before)
 	frames, err := capture.Stop()
-	res.captureError = err
+	res.frames, res.captureError = frames, err
 	res.stats = lab.VerifyRoCE(frames)
 	t.Logf("ibv_rc_pingpong (%s):\n%s%s", g.Name, res.guest.Stdout, res.guest.Stderr)
 	t.Logf("uroce pingpong:\n%s", res.uroce)
@@ -205,6 +207,41 @@ func (res *pingpongResult) check(t *testing.T) {
 		if res.stats.Opcodes[op] == 0 {
 			t.Errorf("no %v packet in the capture", op)
 		}
+	}
+	if !r.uroceClient {
+		// ibv_rc_pingpong fills its one buffer with 0x7b, sends it,
+		// receives into it and sends it again: as long as uroce answers
+		// with exactly the bytes it received, every SEND on the wire,
+		// first transmission or retransmission, is all 0x7b. (The uroce
+		// client checks its answers itself.)
+		checkSendBytes(t, res.frames, 0x7b)
+	}
+}
+
+// checkSendBytes checks that every SEND payload in frames is all b.
+func checkSendBytes(t *testing.T, frames []pcapfile.Record, b byte) {
+	t.Helper()
+	n := 0
+	for i, r := range frames {
+		var f bth.Frame
+		if f.Decode(r.Data) != nil {
+			continue
+		}
+		switch f.Opcode() {
+		case bth.RCSendFirst, bth.RCSendMiddle, bth.RCSendLast, bth.RCSendOnly:
+		default:
+			continue
+		}
+		n++
+		for j, c := range f.Payload() {
+			if c != b {
+				t.Errorf("frame %d: %v PSN %d: payload byte %d is %#x, want %#x", i+1, f.Opcode(), f.BTH().PSN(), j, c, b)
+				return
+			}
+		}
+	}
+	if n == 0 {
+		t.Error("no SEND payload in the capture")
 	}
 }
 
@@ -331,4 +368,15 @@ func TestPingpongRxeDrop(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestSendBytesReference runs checkSendBytes on rxe's own ibv_rc_pingpong
+// capture, where both sides are the C program: all 0x7b, as the pingpong
+// tests expect of uroce's answers.
+func TestSendBytesReference(t *testing.T) {
+	f, err := pcapfile.ReadFile("../../testdata/rxe-captures/ibv_rc_pingpong.pcap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSendBytes(t, f.Records, 0x7b)
 }
