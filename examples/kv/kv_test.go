@@ -225,3 +225,10 @@ func TestConcurrentNoTornValue(t *testing.T) {
 	}
 	t.Logf("%d puts, gets %v, %d READs retried", keys*writes, gets, cli.Retries())
 }
+
+// TestRun runs the example program briefly.
+func TestRun(t *testing.T) {
+	if err := run(0, 50, 200*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -188,3 +188,63 @@ func BenchmarkCall(b *testing.B) {
 		}
 	}
 }
+
+// TestManyClients connects several clients, sharing one device, to one
+// server: each connection's replies go to its own client.
+func TestManyClients(t *testing.T) {
+	da, db, err := loopback.Pair(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { da.Close(); db.Close() })
+	cfg := rpc.Config{Slots: 8, MaxMsg: 256, MaxConns: 3}
+	srv := rpc.NewServer(db, cfg, func(_ uint16, req, resp []byte) (int, uint16) { return copy(resp, req), 0 })
+	t.Cleanup(func() { srv.Close() })
+	var clients []*rpc.Client
+	for range 3 {
+		cli, err := rpc.NewClient(da, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cli.Close() })
+		ep, err := srv.Accept(cli.Endpoint())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cli.Connect(ep); err != nil {
+			t.Fatal(err)
+		}
+		clients = append(clients, cli)
+	}
+	extra, err := rpc.NewClient(da, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { extra.Close() })
+	if _, err := srv.Accept(extra.Endpoint()); !errors.Is(err, rpc.ErrTooManyConns) {
+		t.Fatalf("fourth connection: %v", err)
+	}
+	ctx := ctxLong(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 3*4)
+	for c, cli := range clients {
+		for g := range 4 {
+			wg.Go(func() {
+				resp := make([]byte, 256)
+				for k := range 100 {
+					req := fmt.Appendf(nil, "client %d goroutine %d call %d", c, g, k)
+					n, err := cli.Call(ctx, mEcho, req, resp)
+					if err != nil || !bytes.Equal(resp[:n], req) {
+						errs <- fmt.Errorf("%s: %q %v", req, resp[:n], err)
+						return
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
