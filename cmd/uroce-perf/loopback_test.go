@@ -20,7 +20,7 @@ import (
 // (127.x.y.1 and 127.x.y.2 from a hash of its name and the process), so
 // that tests and the demo running at the same time on this machine never
 // share a UDP port 4791.
-func loopbackPair(t *testing.T) (srv, cli netip.Addr) {
+func loopbackPair(t testing.TB) (srv, cli netip.Addr) {
 	h := fnv.New32a()
 	fmt.Fprintf(h, "%s/%d", t.Name(), os.Getpid())
 	v := h.Sum32()
