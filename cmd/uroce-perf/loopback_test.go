@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"net"
 	"fmt"
 	"hash/fnv"
 	"io"
@@ -311,5 +313,47 @@ func TestDemo(t *testing.T) {
 	}
 	if n != 2 {
 		t.Errorf("%d comparison lines, want 2:\n%s", n, out[i:])
+	}
+}
+
+// TestCommandLine runs a client through the command line (run, as main
+// does) against a server taking its connection from the test's listener.
+func TestCommandLine(t *testing.T) {
+	srv, cli := loopbackPair(t)
+	ln, err := net.Listen("tcp", net.JoinHostPort(srv.String(), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	k, _ := kindByName("send_bw")
+	scfg, err := parseArgs(k, []string{"-s", "1000", "-n", "200", "--ip", srv.String(), "-p", port}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var so bytes.Buffer
+	srvErr := make(chan error, 1)
+	go func() { srvErr <- runWith(context.Background(), scfg, ln, &so) }()
+	var co, ce bytes.Buffer
+	err = run([]string{"send_bw", "-s", "1000", srv.String(), "-n", "200", "--ip", cli.String(), "-p", port}, &co, &ce)
+	if serr := <-srvErr; err != nil || serr != nil {
+		t.Fatalf("client: %v (%s), server: %v\nclient:\n%s\nserver:\n%s", err, ce.String(), serr, co.String(), so.String())
+	}
+	for name, out := range map[string]string{"client": co.String(), "server": so.String()} {
+		rows := tableRows(t, out)
+		if len(rows) != 1 || rows[0]["#bytes"] != 1000 || rows[0]["#iterations"] != 200 {
+			t.Errorf("%s: %v", name, rows)
+		}
+		if !strings.Contains(out, "Send BW Test") || !strings.Contains(out, "Device         : udp:") {
+			t.Errorf("%s banner:\n%s", name, out)
+		}
+	}
+	if !strings.Contains(so.String(), "Waiting for client to connect") {
+		t.Errorf("server did not say it waits:\n%s", so.String())
+	}
+	if err := run([]string{"write_lat", "-c", "UC"}, io.Discard, io.Discard); !errors.Is(err, ErrUsage) {
+		t.Errorf("UC: %v", err)
+	}
+	if err := run([]string{"bogus"}, io.Discard, io.Discard); !errors.Is(err, ErrUsage) {
+		t.Errorf("unknown test: %v", err)
 	}
 }

@@ -61,6 +61,19 @@ func run(args []string, stdout, stderr io.Writer) error {
 // runTest runs one side of a test: it opens the device, makes or takes
 // the TCP connection, and runs the exchange.
 func runTest(ctx context.Context, cfg *config, stdout io.Writer) error {
+	var ln net.Listener
+	if cfg.peer == "" {
+		var err error
+		if ln, err = net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(cfg.port))); err != nil {
+			return fmt.Errorf("listen: %w", err)
+		}
+		defer ln.Close()
+	}
+	return runWith(ctx, cfg, ln, stdout)
+}
+
+// runWith runs one side of a test; a server takes its client from ln.
+func runWith(ctx context.Context, cfg *config, ln net.Listener, stdout io.Writer) error {
 	local, err := localAddr(cfg)
 	if err != nil {
 		return err
@@ -73,10 +86,6 @@ func runTest(ctx context.Context, cfg *config, stdout io.Writer) error {
 	var conn net.Conn
 	if cfg.peer == "" {
 		fmt.Fprintf(stdout, "\n************************************\n* Waiting for client to connect... *\n************************************\n")
-		ln, err := net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(cfg.port)))
-		if err != nil {
-			return fmt.Errorf("listen: %w", err)
-		}
 		conn, err = accept(ctx, ln)
 		ln.Close()
 		if err != nil {
