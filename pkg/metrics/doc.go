@@ -1,0 +1,25 @@
+// Package metrics exports a uroce device's counters to Prometheus, so that
+// dashboards built for rxe's hw_counters and mlx5's congestion counters
+// keep working against a Go service that links uroce.
+//
+// An application registers a device with one call:
+//
+//	metrics.Register(prometheus.DefaultRegisterer, dev, "uroce0")
+//
+// Each scrape takes one snapshot of the device (verbs.Device.Counters and
+// QPStats, copied out by the engine's owner) and turns it into constant
+// metrics; nothing is kept between scrapes, so a QP destroyed since simply
+// disappears. Device counters carry the label device; per-QP series carry
+// device and qpn.
+//
+// Names are the kernel's, prefixed uroce_ and suffixed _total for counters:
+// rxe's hw_counters (sent_pkts, rcvd_pkts, duplicate_request,
+// out_of_seq_request, rcvd_rnr_err, send_rnr_err, rcvd_seq_err,
+// retry_exceeded_err, retry_rnr_exceeded_err, completer_retry_err) and
+// mlx5's congestion counters (np_ecn_marked_roce_packets, np_cnp_sent,
+// rp_cnp_handled, rp_cnp_ignored), then uroce's own. Per-QP series add
+// qp_ after the prefix, plus gauges of the congestion control state: the
+// current and target rate, DCQCN's α and the smoothed RTT.
+//
+// Package verbs does not depend on Prometheus; this package is the bridge.
+package metrics
