@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net/netip"
 	"runtime"
 	"sync"
@@ -91,14 +92,19 @@ func rawBench(va, vb netns.Veth, a, b netip.Addr, size int) (result, error) {
 			}
 		}
 	})
+	var sent uint64
 	blast := func(d time.Duration) {
 		for end := time.Now().Add(d); time.Now().Before(end); {
 			for range 32 {
-				unix.Sendto(fa, msg, 0, toB)
+				if unix.Sendto(fa, msg, 0, toB) == nil {
+					sent++
+				}
 			}
 		}
 	}
 	blast(*flagDur / 5)
+	k0 := readKstats(vb)
+	sent = 0
 	measuring.Store(true)
 	start := time.Now()
 	blast(*flagDur)
@@ -106,7 +112,11 @@ func rawBench(va, vb netns.Veth, a, b netip.Addr, size int) (result, error) {
 	measuring.Store(false)
 	stop.Store(true)
 	wg.Wait()
+	if *flagVerbose {
+		fmt.Printf("    raw-udp %d: received %d\n    %v\n", size, pkts.Load(), readKstats(vb).sub(k0))
+	}
 	r.pps = float64(pkts.Load()) / el.Seconds()
 	r.gbps = r.pps * float64(n) * 8 / 1e9
+	r.loss = lossOf(sent, pkts.Load())
 	return r, nil
 }

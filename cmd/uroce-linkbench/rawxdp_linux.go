@@ -1,0 +1,114 @@
+package main
+
+import (
+	"fmt"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/uroce/uroce/bth"
+	"github.com/uroce/uroce/internal/netns"
+	"github.com/uroce/uroce/pkg/link"
+	"github.com/uroce/uroce/pkg/link/afxdp"
+	"github.com/uroce/uroce/pkg/link/linktest"
+)
+
+// xdpFrame is a whole Ethernet/IPv4/UDP RoCE frame from va to vb carrying
+// a packet linktest.Fill makes, so the raw floor moves the same bytes as
+// the links.
+func xdpFrame(va, vb netns.Veth, a, b netip.Addr, size int) ([]byte, error) {
+	p := &link.Packet{Buf: make([]byte, link.Headroom+size+64), Off: link.Headroom}
+	if err := linktest.Fill(p, 1, size, b); err != nil {
+		return nil, err
+	}
+	const hl = bth.EthernetLen + bth.IPv4MinLen + bth.UDPLen
+	f := p.Buf[p.Off-hl : p.Off+p.Len]
+	bth.Ethernet(f).Encode(&bth.EthernetFields{Dst: [6]byte(vb.MAC), Src: [6]byte(va.MAC), EtherType: bth.EtherTypeIPv4})
+	ip := f[bth.EthernetLen:]
+	bth.IPv4(ip).Encode(&bth.IPv4Fields{TotalLength: uint16(len(ip)), Flags: bth.IPv4DontFragment, TTL: 64,
+		Protocol: bth.ProtocolUDP, Src: a, Dst: b})
+	bth.UDP(ip[bth.IPv4MinLen:]).Encode(&bth.UDPFields{SrcPort: 0xc000, DstPort: link.UDPPort,
+		Length: uint16(len(ip) - bth.IPv4MinLen)})
+	if err := bth.PutICRC(ip); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+func openRaw(v netns.Veth) (*afxdp.Raw, error) {
+	var r *afxdp.Raw
+	err := retryBusy(func() error {
+		return v.NS.Do(func() (err error) {
+			r, err = afxdp.OpenRaw(afxdp.RawConfig{Interface: v.Name, BusyPoll: true})
+			return err
+		})
+	})
+	return r, err
+}
+
+// xdpBench is the afxdp link's floor: bare AF_XDP sockets on both ends,
+// the same XDP program, spinning on the rings as the link benchmark spins
+// on Recv (with busy-poll recvfrom), and no
+// per-packet work but moving descriptors. B echoes frames back unchanged
+// for the ping-pong and counts them for the blast.
+func xdpBench(va, vb netns.Veth, a, b netip.Addr, size int) (result, error) {
+	var r result
+	ra, err := openRaw(va)
+	if err != nil {
+		return r, err
+	}
+	defer ra.Close()
+	rb, err := openRaw(vb)
+	if err != nil {
+		return r, err
+	}
+	defer rb.Close()
+	frame, err := xdpFrame(va, vb, a, b, size)
+	if err != nil {
+		return r, err
+	}
+	if err := ra.SetFrame(frame); err != nil {
+		return r, err
+	}
+
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Go(func() { rb.Echo(&stop) })
+	warm := make([]time.Duration, 200)
+	rtt := make([]time.Duration, *flagIters)
+	err = ra.PingPong(warm)
+	if err == nil {
+		err = ra.PingPong(rtt)
+	}
+	stop.Store(true)
+	wg.Wait()
+	if err != nil {
+		return r, fmt.Errorf("raw ping-pong: %w", err)
+	}
+	r.min, r.p50, r.p99 = percentiles(rtt)
+
+	// Blast: a warm-up, then the measured run; B's count is read only
+	// after its goroutine has stopped.
+	run := func(d time.Duration) (sent, got uint64) {
+		var stopTx, stopRx atomic.Bool
+		before := rb.Received()
+		wg.Go(func() { rb.Sink(&stopRx) })
+		wg.Go(func() { sent, _ = ra.Blast(&stopTx) })
+		time.Sleep(d)
+		stopTx.Store(true)
+		// Let frames in flight land before the sink stops.
+		time.Sleep(10 * time.Millisecond)
+		stopRx.Store(true)
+		wg.Wait()
+		return sent, rb.Received() - before
+	}
+	run(*flagDur / 5)
+	start := time.Now()
+	sent, n := run(*flagDur)
+	el := time.Since(start) - 10*time.Millisecond
+	r.pps = float64(n) / el.Seconds()
+	r.gbps = r.pps * float64(size+12+4) * 8 / 1e9
+	r.loss = lossOf(sent, n)
+	return r, nil
+}
