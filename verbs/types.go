@@ -11,6 +11,7 @@ type (
 	WC         = qp.Completion
 	WCStatus   = qp.WCStatus
 	WCOpcode   = qp.WCOpcode
+	WCFlags    = qp.WCFlags
 	WROpcode   = qp.WROpcode
 	SendFlags  = qp.SendFlags
 	Access     = qp.Access
@@ -42,6 +43,15 @@ const (
 	AccessRemoteAtomic = qp.AccessRemoteAtomic
 
 	WCSuccess = qp.WCSuccess
+
+	WCSend            = qp.WCSend
+	WCWrite           = qp.WCWrite
+	WCRead            = qp.WCRead
+	WCCompareSwap     = qp.WCCompareSwap
+	WCFetchAdd        = qp.WCFetchAdd
+	WCRecv            = qp.WCRecv
+	WCRecvRDMAWithImm = qp.WCRecvRDMAWithImm
+	WCWithImm         = qp.WCWithImm
 
 	StateReset = qp.StateReset
 	StateInit  = qp.StateInit
