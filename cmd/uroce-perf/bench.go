@@ -114,6 +114,9 @@ func (b *bench) Connect(remote []perftest.Dest) error {
 	return nil
 }
 
+// Counters returns the device's counters, summed over the test's QPs.
+func (b *bench) Counters() verbs.Counters { return b.dev.Counters() }
+
 func (b *bench) now() time.Duration { return time.Since(b.start) }
 
 // idle is called after a poll that found nothing: it watches for a stalled

@@ -97,6 +97,10 @@ type config struct {
 	link   string
 	json   bool
 	jsonTo string
+	// stats prints the device's transport counters after the report
+	// (and puts them in --out_json), for tests that check a peer's
+	// retransmissions against their own.
+	stats bool
 	// sizeList, when set, replaces -s and -a's sizes (the demo); it
 	// runs like -a.
 	sizeList []int
@@ -171,6 +175,7 @@ func parseArgs(k kind, args []string, errOut io.Writer) (*config, error) {
 	fs.StringVar(&c.link, "link", "udp", "link backend: udp, afpacket or afxdp")
 	fs.BoolVar(&c.json, "out_json", false, "also write the results as JSON")
 	fs.StringVar(&c.jsonTo, "out_json_file", "perftest_out.json", "file for --out_json (- is standard output)")
+	fs.BoolVar(&c.stats, "stats", false, "print the transport counters (packets, retransmissions, NAKs) after the report")
 	fs.DurationVar(&c.timeout, "timeout", time.Minute, "give up when the peer makes no progress for this long")
 	for {
 		if err := fs.Parse(args); err != nil {

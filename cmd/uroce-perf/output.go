@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/uroce/uroce/pkg/perftest"
+	"github.com/uroce/uroce/verbs"
 )
 
 // printer prints a test as perftest does: a banner with the test's
@@ -19,10 +20,23 @@ type printer struct {
 	header bool
 	Lat    []perftest.LatencyReport
 	BW     []perftest.BandwidthReport
-	err    error
+	// counters are the device's, with -stats.
+	counters *verbs.Counters
+	err      error
 }
 
-var _ reporter = (*printer)(nil)
+var (
+	_ reporter         = (*printer)(nil)
+	_ countersReporter = (*printer)(nil)
+	_ counterSource    = (*bench)(nil)
+)
+
+// Counters prints the device's counters on one line, "counters: {...}"
+// as %+v prints them, the form examples/pingpong's -stats prints too.
+func (p *printer) Counters(c verbs.Counters) {
+	p.counters = &c
+	p.printf("counters: %+v\n", c)
+}
 
 func (p *printer) printf(format string, a ...any) {
 	if p.err == nil {
@@ -139,11 +153,14 @@ type jsonReport struct {
 		Units          string `json:"BW_units,omitempty"`
 	} `json:"test_info"`
 	Results any `json:"results"`
+	// Counters are uroce's own (not perftest's), with -stats.
+	Counters *verbs.Counters `json:"counters,omitempty"`
 }
 
 func (p *printer) marshal() ([]byte, error) {
 	var j jsonReport
 	j.TestInfo.Test = p.cfg.kind.title
+	j.Counters = p.counters
 	j.TestInfo.Device = p.device
 	j.TestInfo.NumberOfQPs = p.cfg.qps
 	j.TestInfo.ConnectionType = "RC"

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/uroce/uroce/pkg/perftest"
+	"github.com/uroce/uroce/verbs"
 )
 
 // runner is the RDMA side of a test, driven by the exchange sequence.
@@ -24,6 +25,17 @@ type runner interface {
 	Bandwidth(size int) (perftest.BandwidthReport, error)
 }
 
+// counterSource is a runner that can tell its transport counters (bench;
+// the replay tests' canned runner has none).
+type counterSource interface {
+	Counters() verbs.Counters
+}
+
+// countersReporter is a reporter that shows them (printer).
+type countersReporter interface {
+	Counters(verbs.Counters)
+}
+
 // reporter takes the report lines as the test produces them.
 type reporter interface {
 	Connected(local, remote []perftest.Dest, sys perftest.SysData)
@@ -42,11 +54,26 @@ type session struct {
 	sys perftest.SysData
 }
 
-// run performs the whole exchange of the test in perftest's order. The
+// run performs the test and, with -stats, reports the counters whether
+// the test succeeded or not: a failed run's retransmissions and NAKs are
+// what explain it.
+func (s *session) run() error {
+	err := s.exchange()
+	if s.cfg.stats {
+		src, ok1 := s.r.(counterSource)
+		dst, ok2 := s.out.(countersReporter)
+		if ok1 && ok2 {
+			dst.Counters(src.Counters())
+		}
+	}
+	return err
+}
+
+// exchange performs the whole exchange of the test in perftest's order. The
 // order is each test's main() in perftest 4.5, which current perftest
 // keeps: any difference in the number of 108-byte handshakes deadlocks the
 // two sides.
-func (s *session) run() error {
+func (s *session) exchange() error {
 	sys, err := s.conn.Hello(s.sys)
 	if err != nil {
 		return err
