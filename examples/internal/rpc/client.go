@@ -6,7 +6,9 @@ import (
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
+	"time"
 
+	"github.com/uroce/uroce/qp"
 	"github.com/uroce/uroce/verbs"
 )
 
@@ -29,8 +31,16 @@ type Client struct {
 	broken error
 	dead   chan struct{} // closed when broken is set
 
-	stop context.CancelFunc
-	done chan struct{}
+	stop      context.CancelFunc
+	done      chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+
+	// The poll token: its holder takes completions for everyone.
+	poller    sync.Mutex
+	wc        [32]verbs.WC  // the holder's
+	tokenFree chan struct{} // capacity 1: the token was let go
+	sleepers  atomic.Int32  // callers asleep that could take it
 
 	calls, reads, expired, late, stray atomic.Uint64
 }
@@ -85,6 +95,8 @@ func NewClient(d *verbs.Device, cfg Config) (*Client, error) {
 		slots: make([]slot, cfg.Slots),
 		recv:  make([]verbs.RecvWR, cfg.Slots),
 		dead:  make(chan struct{}),
+
+		tokenFree: make(chan struct{}, 1),
 	}
 	var err error
 	c.qp, err = c.pd.CreateQP(&verbs.QPInit{SendCQ: c.cq, RecvCQ: c.cq,
@@ -244,12 +256,44 @@ func (c *Client) disarm(i int) {
 // Either way the caller's part is over, which is one of the events the
 // slot waits for: freeing it before the caller has taken its result would
 // let the next user of the slot take that result instead.
+//
+// A waiting caller takes completions itself when no one else does (it
+// holds the poll token), as eRPC's run-to-completion callers do: on an
+// inline device its CQ.Wait drives the engine, and a lone caller's reply
+// reaches it with no goroutine hand-off. Other callers sleep on their
+// slot's channel until the holder delivers their result or lets go.
 func (c *Client) wait(ctx context.Context, s *slot, id uint32) (int, error) {
-	select {
-	case r := <-s.result:
-		c.event(id)
-		return r.n, r.err
-	case <-ctx.Done():
+	for {
+		select {
+		case r := <-s.result:
+			c.event(id)
+			c.passToken()
+			return r.n, r.err
+		default:
+		}
+		if c.poller.TryLock() {
+			err := c.poll(ctx, s)
+			c.poller.Unlock()
+			c.passToken()
+			if err != nil {
+				break
+			}
+			continue
+		}
+		c.sleepers.Add(1)
+		select {
+		case r := <-s.result:
+			c.sleepers.Add(-1)
+			c.event(id)
+			c.passToken()
+			return r.n, r.err
+		case <-c.tokenFree:
+			c.sleepers.Add(-1)
+			continue
+		case <-ctx.Done():
+			c.sleepers.Add(-1)
+		}
+		break
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -264,21 +308,72 @@ func (c *Client) wait(ctx context.Context, s *slot, id uint32) (int, error) {
 	return 0, ctx.Err()
 }
 
-// run takes completions until Close.
+// passToken wakes a sleeping caller to take the poll token, if one sleeps.
+func (c *Client) passToken() {
+	if c.sleepers.Load() > 0 {
+		select {
+		case c.tokenFree <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// poll takes completions, holding the poll token, until s has its result,
+// the connection breaks, or ctx ends (then it returns ctx's error).
+func (c *Client) poll(ctx context.Context, s *slot) error {
+	for len(s.result) == 0 {
+		select {
+		case <-c.dead:
+			return nil // fail delivered every waiting caller's result
+		default:
+		}
+		n, err := c.cq.Wait(ctx, c.wc[:])
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			c.fail(fmt.Errorf("%w: %w", ErrBroken, err))
+			return nil
+		}
+		for k := range c.wc[:n] {
+			c.complete(&c.wc[k])
+		}
+	}
+	return nil
+}
+
+// idlePoll is how often the client's goroutine takes completions while no
+// caller waits: ACKs for the server's replies, late replies, SEND
+// completions that came after their reply. It is far below the default
+// transport timeout (67 ms), so the server never retransmits for want of
+// an ACK.
+const idlePoll = time.Millisecond
+
+// run takes completions while no caller does, until Close.
 func (c *Client) run(ctx context.Context) {
 	defer close(c.done)
-	var wc [32]verbs.WC
+	t := time.NewTicker(idlePoll)
+	defer t.Stop()
 	for {
-		n, err := c.cq.Wait(ctx, wc[:])
-		if err != nil {
-			if ctx.Err() == nil {
-				c.fail(fmt.Errorf("%w: %w", ErrBroken, err))
-			}
+		select {
+		case <-ctx.Done():
 			return
+		case <-t.C:
 		}
-		for k := range wc[:n] {
-			c.complete(&wc[k])
+		if !c.poller.TryLock() {
+			continue
 		}
+		for {
+			n := c.cq.Poll(c.wc[:])
+			for k := range c.wc[:n] {
+				c.complete(&c.wc[k])
+			}
+			if n < len(c.wc) {
+				break
+			}
+		}
+		c.poller.Unlock()
+		c.passToken()
 	}
 }
 
@@ -385,13 +480,24 @@ func (c *Client) Stats() ClientStats {
 }
 
 // Close stops the client and destroys its QP; callers in flight get an
-// error wrapping ErrClosed.
+// error wrapping ErrClosed. Later calls of Close do nothing.
 func (c *Client) Close() error {
+	c.closeOnce.Do(func() { c.closeErr = c.close() })
+	return c.closeErr
+}
+
+func (c *Client) close() error {
 	if c.stop != nil {
 		c.stop()
 		<-c.done
 	}
 	c.fail(ErrClosed)
+	// A caller holding the poll token may sleep in CQ.Wait: the error
+	// state flushes the QP's work (IBA 10.3.1), and those completions
+	// wake it. Then no one polls the CQ any more.
+	c.qp.Modify(&verbs.QPAttr{State: verbs.StateErr}, qp.AttrState)
+	c.poller.Lock()
+	defer c.poller.Unlock()
 	err := c.qp.Destroy()
 	c.mr.Dereg()
 	c.cq.Destroy()

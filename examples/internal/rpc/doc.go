@@ -29,10 +29,13 @@
 // copied out only while the caller still waits, so an abandoned READ that
 // completes late cannot scribble on memory the caller reused.
 //
-// Completions are consumed by one goroutine per Client and per Server that
-// loops in CQ.Wait. On a device left in inline mode that goroutine also
-// drives the engine (run-to-completion, as eRPC's dispatch thread does); after
-// Device.Start it only sleeps on the CQ's notification. Server handlers run
-// on that goroutine, one at a time, like eRPC's dispatch-thread handlers: a
-// handler that blocks stalls every connection of its server.
+// Completions are taken by whichever waiting caller holds the client's
+// poll token, as eRPC's run-to-completion callers do: its CQ.Wait drives an
+// inline device's engine, so a lone caller's reply reaches it with no
+// goroutine hand-off; other callers sleep until the holder delivers their
+// results or lets the token go. While no caller waits, the client's own
+// goroutine polls every idlePoll, so ACKs and late replies are still taken.
+// A server has one goroutine looping in CQ.Wait. Server handlers run on it,
+// one at a time, like eRPC's dispatch-thread handlers: a handler that
+// blocks stalls every connection of its server.
 package rpc

@@ -248,3 +248,34 @@ func TestManyClients(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestCloseWhileWaiting closes a client while its only caller waits for a
+// reply the server holds (that caller holds the poll token, asleep in the
+// CQ): the call ends with ErrClosed and Close returns.
+func TestCloseWhileWaiting(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	cli, _ := setup(t, rpc.Config{Slots: 2, MaxMsg: 64}, release)
+	got := make(chan error, 1)
+	go func() {
+		_, err := cli.Call(context.Background(), mBlock, nil, nil)
+		got <- err
+	}()
+	for cli.Stats().Calls == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	if err := cli.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-got:
+		if !errors.Is(err, rpc.ErrClosed) {
+			t.Fatalf("call: %v", err)
+		}
+	case <-time.After(long):
+		t.Fatal("call still waiting after Close")
+	}
+	if _, err := cli.Call(context.Background(), mEcho, nil, nil); !errors.Is(err, rpc.ErrClosed) {
+		t.Fatalf("call after Close: %v", err)
+	}
+}
