@@ -97,13 +97,13 @@ func (d *Device) serve() {
 		switch r.kind {
 		case reqSend:
 			if d.closed.Load() {
-				r.err = ErrClosed
+				r.err = errSendClosed
 			} else {
 				r.err = r.q.PostSend(&r.send)
 			}
 		case reqRecv:
 			if d.closed.Load() {
-				r.err = ErrClosed
+				r.err = errRecvClosed
 			} else {
 				r.err = r.q.PostRecv(&r.recv)
 			}

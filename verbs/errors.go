@@ -2,6 +2,7 @@ package verbs
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/uroce/uroce/qp"
 )
@@ -25,4 +26,10 @@ var (
 	ErrBadAttr       = qp.ErrBadAttr
 	ErrBadWR         = qp.ErrBadWR
 	ErrBusy          = qp.ErrBusy
+)
+
+// Wrapped once, up front: the post calls return them on their hot path.
+var (
+	errSendClosed = fmt.Errorf("post send: %w", ErrClosed)
+	errRecvClosed = fmt.Errorf("post recv: %w", ErrClosed)
 )

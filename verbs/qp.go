@@ -156,7 +156,7 @@ func (q *QueuePair) Connect(remote Endpoint, o ConnectOptions) error {
 func (q *QueuePair) PostSend(wr *SendWR) error {
 	d := q.pd.d
 	if d.tryOwn() {
-		err := ErrClosed
+		err := errSendClosed
 		if !d.closed.Load() {
 			err = q.q.PostSend(wr)
 		}
@@ -179,11 +179,12 @@ func (q *QueuePair) PostSend(wr *SendWR) error {
 }
 
 // PostRecv posts a receive WR (ibv_post_recv). Errors wrap ErrBadState,
-// ErrQueueFull or ErrBadWR.
+// ErrQueueFull, ErrBadWR or ErrClosed. Like PostSend it runs at once on
+// a free engine, else through its owner.
 func (q *QueuePair) PostRecv(wr *RecvWR) error {
 	d := q.pd.d
 	if d.tryOwn() {
-		err := ErrClosed
+		err := errRecvClosed
 		if !d.closed.Load() {
 			err = q.q.PostRecv(wr)
 		}

@@ -85,3 +85,39 @@ func TestModifyChecks(t *testing.T) {
 		t.Errorf("GID %v is not IPv4-mapped", got)
 	}
 }
+
+// TestClose: Close ends a Wait blocked in either mode and later posts
+// fail with ErrClosed; a second Close is a no-op.
+func TestClose(t *testing.T) {
+	for _, background := range []bool{false, true} {
+		a, b, qa, qb, ma, mb, ca, _ := connectedPair()
+		if background {
+			a.Start()
+		}
+		errc := make(chan error, 1)
+		go func() {
+			var wc [1]verbs.WC
+			_, err := ca.Wait(context.Background(), wc[:])
+			errc <- err
+		}()
+		time.Sleep(10 * time.Millisecond) // let it block (not required for the check)
+		if err := a.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-errc; !errors.Is(err, verbs.ErrClosed) {
+			t.Errorf("background %v: Wait after Close: %v", background, err)
+		}
+		wr := verbs.SendWR{Opcode: verbs.WRWrite, SGL: []verbs.SGE{ma.SGE(0, 8)}, RemoteAddr: mb.Addr(), RKey: mb.RKey()}
+		if err := qa.PostSend(&wr); !errors.Is(err, verbs.ErrClosed) {
+			t.Errorf("background %v: PostSend after Close: %v", background, err)
+		}
+		if err := qa.PostRecv(&verbs.RecvWR{SGL: []verbs.SGE{ma.SGE(0, 8)}}); !errors.Is(err, verbs.ErrClosed) {
+			t.Errorf("background %v: PostRecv after Close: %v", background, err)
+		}
+		if err := a.Close(); err != nil {
+			t.Errorf("second Close: %v", err)
+		}
+		_ = qb
+		b.Close()
+	}
+}
