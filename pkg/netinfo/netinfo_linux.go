@@ -261,26 +261,35 @@ func (r *Resolver) Lookup(dst netip.Addr) (Route, error) {
 // Resolve is Lookup for a packet path that must not wait: it returns the
 // cached answer for dst when there is a fresh one; otherwise it starts a
 // lookup in the background (one per destination at a time) and returns
-// ErrPending, and the answer is cached for a later call. A background
-// lookup's failure is returned for FailTTL, then tried again. It does not
-// allocate on a cache hit.
+// ErrPending, and the answer is cached for a later call. An answer past
+// its TTL is still returned while the background lookup refreshes it, so
+// a busy destination never sees ErrPending again unless a change the
+// kernel announced emptied the cache. A background lookup's failure is
+// returned for FailTTL, then tried again. It does not allocate on a cache
+// hit.
 func (r *Resolver) Resolve(dst netip.Addr, now time.Time) (Route, error) {
 	dst = dst.Unmap()
-	if rt, ok := r.Cached(dst, now); ok {
-		return rt, nil
+	r.mu.RLock()
+	e, ok := r.cache[dst]
+	r.mu.RUnlock()
+	if ok && !now.After(e.exp) {
+		return e.r, nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return Route{}, ErrClosed
 	}
-	if f, ok := r.failed[dst]; ok && now.Before(f.until) {
-		return Route{}, f.err
-	}
-	if _, ok := r.pending[dst]; !ok {
+	if _, running := r.pending[dst]; !running {
+		if f, failed := r.failed[dst]; failed && now.Before(f.until) {
+			return Route{}, f.err
+		}
 		r.pending[dst] = struct{}{}
 		r.bg.Add(1)
 		go r.background(dst)
+	}
+	if e, ok := r.cache[dst]; ok {
+		return e.r, nil // stale, being refreshed
 	}
 	return Route{}, ErrPending
 }
@@ -296,6 +305,7 @@ func (r *Resolver) background(dst netip.Addr) {
 		return
 	}
 	if err != nil {
+		delete(r.cache, dst)
 		r.failed[dst] = failure{err, now.Add(r.opt.FailTTL)}
 		return
 	}

@@ -180,3 +180,43 @@ func TestGIDTable(t *testing.T) {
 		t.Fatalf("GIDs = %v, %v", all, err)
 	}
 }
+
+// TestResolve: Resolve never waits. A new destination answers ErrPending
+// while the lookup runs in the background, then the route; an answer past
+// its TTL keeps being served while it is refreshed; a neighbour that never
+// answers turns into ErrUnresolved.
+func TestResolve(t *testing.T) {
+	p := netns.NewPair(t, netns.PairConfig{})
+	_, b := p.Addr(4)
+	// A TTL so short that every answer is stale by the next call, and
+	// all the patience a loaded machine may need to answer ARP.
+	r := newResolver(t, p.A.NS, netinfo.Options{TTL: time.Nanosecond, Timeout: time.Minute})
+	rt, err := r.Resolve(b, time.Now())
+	if !errors.Is(err, netinfo.ErrPending) || !errors.Is(err, link.ErrResolving) {
+		t.Fatalf("first Resolve: %v, want ErrPending", err)
+	}
+	for errors.Is(err, netinfo.ErrPending) {
+		time.Sleep(time.Millisecond)
+		rt, err = r.Resolve(b, time.Now())
+	}
+	if err != nil || rt.DstMAC != [6]byte(p.B.MAC) {
+		t.Fatalf("Resolve: %+v, %v; want B's MAC %v", rt, err, p.B.MAC)
+	}
+	for range 100 {
+		if rt, err := r.Resolve(b, time.Now()); err != nil || rt.DstMAC != [6]byte(p.B.MAC) {
+			t.Fatalf("stale answer not served while refreshing: %+v, %v", rt, err)
+		}
+	}
+	// Nobody holds this address: however long the wait, it fails.
+	r = newResolver(t, p.A.NS, netinfo.Options{FailTTL: time.Hour, Timeout: 300 * time.Millisecond})
+	ghost := b.Next()
+	for err = netinfo.ErrPending; errors.Is(err, netinfo.ErrPending); _, err = r.Resolve(ghost, time.Now()) {
+		time.Sleep(time.Millisecond)
+	}
+	if !errors.Is(err, netinfo.ErrUnresolved) {
+		t.Fatalf("silent neighbour: %v, want ErrUnresolved", err)
+	}
+	if _, err := r.Resolve(ghost, time.Now()); !errors.Is(err, netinfo.ErrUnresolved) {
+		t.Fatalf("failure not remembered: %v", err)
+	}
+}

@@ -29,6 +29,28 @@ func openAF(t testing.TB, v netns.Veth, a netip.Addr, noResv bool) *afpacket.Lin
 	return l
 }
 
+// openRes opens an afpacket link with its own resolver.
+func openRes(t *testing.T, v netns.Veth, a netip.Addr, opt netinfo.Options, noResv bool) *afpacket.Link {
+	t.Helper()
+	h := v.NS.Handle()
+	opt.NetNS = &h
+	res, err := netinfo.New(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { res.Close() })
+	var l *afpacket.Link
+	if err := v.NS.Do(func() (err error) {
+		l, err = afpacket.Open(afpacket.Config{Ifname: v.Name, Addr: a, Resolver: res, NoPortReservation: noResv})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// Registered after the resolver's, so it runs first.
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
 func openUDP(t testing.TB, v netns.Veth, a netip.Addr) *udp.Link {
 	t.Helper()
 	var l *udp.Link
@@ -183,30 +205,22 @@ func TestResolveInBackground(t *testing.T) {
 		t.Run(fmt.Sprintf("v%d", fam), func(t *testing.T) {
 			p := netns.NewPair(t, netns.PairConfig{})
 			a, b := p.Addr(fam)
-			h := p.A.NS.Handle()
-			res, err := netinfo.New(netinfo.Options{NetNS: &h, Timeout: 300 * time.Millisecond, FailTTL: time.Hour})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { res.Close() })
-			var af *afpacket.Link
-			if err := p.A.NS.Do(func() (err error) {
-				af, err = afpacket.Open(afpacket.Config{Ifname: p.A.Name, Addr: a, Resolver: res})
-				return err
-			}); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { af.Close() })
+			// Two links on A: one whose resolver waits as long as a
+			// loaded machine may need for a real neighbour, one whose
+			// resolver gives up on a silent one soon and remembers it.
+			af := openRes(t, p.A, a, netinfo.Options{Timeout: time.Minute}, false)
+			quick := openRes(t, p.A, a, netinfo.Options{Timeout: 300 * time.Millisecond, FailTTL: time.Hour}, true)
 			u := openUDP(t, p.B, b)
 
-			send := func(dst netip.Addr) (int, error) {
+			sendOn := func(l *afpacket.Link, dst netip.Addr) (int, error) {
 				pk := make([]*link.Packet, 1)
-				if af.Alloc(pk) != 1 {
+				if l.Alloc(pk) != 1 {
 					t.Fatal("no buffer")
 				}
 				linktest.Fill(pk[0], 7, 32, dst)
-				return af.Send(pk)
+				return l.Send(pk)
 			}
+			send := func(dst netip.Addr) (int, error) { return sendOn(af, dst) }
 			n, err := send(b)
 			if n != 0 || !errors.Is(err, link.ErrResolving) || errors.Is(err, link.ErrNoRoute) {
 				t.Fatalf("first Send to an unresolved neighbour: %d, %v", n, err)
@@ -238,11 +252,14 @@ func TestResolveInBackground(t *testing.T) {
 			// Nobody holds this address: resolution fails in the
 			// background, and the failure is what Send reports then.
 			ghost := b.Next()
-			for n, err = send(ghost); errors.Is(err, link.ErrResolving); n, err = send(ghost) {
+			for n, err = sendOn(quick, ghost); errors.Is(err, link.ErrResolving); n, err = sendOn(quick, ghost) {
 				time.Sleep(time.Millisecond)
 			}
 			if n != 0 || !errors.Is(err, netinfo.ErrUnresolved) || !errors.Is(err, link.ErrNoRoute) {
 				t.Fatalf("Send to a silent neighbour: %d, %v", n, err)
+			}
+			if n, err = sendOn(quick, ghost); n != 0 || !errors.Is(err, netinfo.ErrUnresolved) {
+				t.Fatalf("failure not remembered: %d, %v", n, err)
 			}
 		})
 	}

@@ -68,20 +68,33 @@ func Exchange(t testing.TB, a, b link.Link, dst, from netip.Addr, n, payload, ba
 	rx := make([]*link.Packet, batch)
 	seen := make(map[uint32]bool, n)
 	sent, got := 0, 0
+	next := uint32(0) // the next PSN never sent
+	var redo []uint32 // PSNs dropped while the next hop was resolved
+	psns := make([]uint32, batch)
 	last := time.Now()
 	for got < n {
 		if sent < n {
 			k := a.Alloc(pk[:min(batch, n-sent)])
 			for i := range k {
-				if err := Fill(pk[i], uint32(sent+i), payload, dst); err != nil {
+				if len(redo) > 0 {
+					psns[i], redo = redo[0], redo[1:]
+				} else {
+					psns[i] = next
+					next++
+				}
+				if err := Fill(pk[i], psns[i], payload, dst); err != nil {
 					a.Release(pk[:k])
 					return err
 				}
 			}
 			m, err := a.Send(pk[:k])
-			// A next hop still being resolved drops the packets; send
-			// them again, as a transport's retransmission would.
-			if err != nil && !errors.Is(err, link.ErrResolving) {
+			if errors.Is(err, link.ErrResolving) {
+				// The packets before the answer came are the ones
+				// dropped (one destination, resolved at most once
+				// during a Send): send them again, as a transport's
+				// retransmission would.
+				redo = append(redo, psns[:k-m]...)
+			} else if err != nil {
 				return fmt.Errorf("send: %w", err)
 			}
 			sent += m
