@@ -279,3 +279,20 @@ func TestCloseWhileWaiting(t *testing.T) {
 		t.Fatalf("call after Close: %v", err)
 	}
 }
+
+// BenchmarkCallParallel is 8×GOMAXPROCS callers sharing one client.
+func BenchmarkCallParallel(b *testing.B) {
+	cli, _ := setup(b, rpc.Config{Slots: 64, MaxMsg: 1024}, nil)
+	b.SetParallelism(8)
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		req, resp := make([]byte, 64), make([]byte, 1024)
+		for pb.Next() {
+			if _, err := cli.Call(context.Background(), mEcho, req, resp); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
