@@ -15,10 +15,11 @@ import (
 // The benchmarks run a perftest-like loop through verbs in inline mode:
 // one goroutine posts and polls both devices (run-to-completion, no
 // goroutine hand-off), over a real-time pipe and over UDP on loopback.
-// Before its timed loop each one measures, on a second pair of links of
+// Around its timed loop each one measures, on a second pair of links of
 // the same kind, the raw link doing the same packet exchange with no
 // transport (the packets of the message one way, its ACK or request the
-// other), and reports verbs' time as a multiple of it: x-link.
+// other), and reports that (link-ns/op) and verbs' time as a multiple of
+// it (x-link).
 
 // benchMTU is the IP MTU of both link kinds, so the path MTU is 4096.
 const benchMTU = 9000
@@ -158,21 +159,43 @@ func (r *rawLink) send(tb testing.TB, from, to link.Link, dst netip.Addr, lens [
 	}
 }
 
-// baseline returns the raw link's ns per exchange, over a fixed count of
-// exchanges after a warm-up.
-func baseline(tb testing.TB, r *rawLink, req, resp []int, window int) float64 {
-	const warm, count = 100, 2000
-	var start time.Time
-	for i := range warm + count {
-		if i == warm {
-			start = time.Now()
-		}
+// baseline returns a function that does one raw link exchange: the
+// request packets one way and, once per window, the response packets back.
+func baseline(tb testing.TB, r *rawLink, req, resp []int, window int) func() {
+	i := 0
+	return func() {
 		r.send(tb, r.la, r.lb, r.tb, req)
-		if (i+1)%window == 0 {
+		if i++; i%window == 0 {
 			r.send(tb, r.lb, r.la, r.ta, resp)
 		}
 	}
-	return float64(time.Since(start).Nanoseconds()) / count
+}
+
+// baseWindow is how long the baseline runs before and after the timed
+// loop: the machine is shared and its load drifts, so the ratio compares
+// the loop with the mean of the link's speed on either side of it.
+const baseWindow = 300 * time.Millisecond
+
+// measure runs fn for about d and returns its ns per call.
+func measure(d time.Duration, fn func()) float64 {
+	start, n := time.Now(), 0
+	for {
+		for range 32 {
+			fn()
+		}
+		n += 32
+		if el := time.Since(start); el >= d {
+			return float64(el.Nanoseconds()) / float64(n)
+		}
+	}
+}
+
+// report adds the baseline and the ratio to it to b's results.
+func report(b *testing.B, before float64, base func()) {
+	ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+	link := (before + measure(baseWindow, base)) / 2
+	b.ReportMetric(link, "link-ns/op")
+	b.ReportMetric(ns/link, "x-link")
 }
 
 // BenchmarkLatency: one signaled WR at a time, posted and completed, as
@@ -185,6 +208,7 @@ func BenchmarkLatency(b *testing.B) {
 					p := newBenchPair(b, kind)
 					req, resp := exchange(op, size)
 					base := baseline(b, newRawLink(b, kind), req, resp, 1)
+					before := measure(baseWindow, base)
 					wr := verbs.SendWR{Opcode: op, Flags: verbs.SendSignaled, SGL: []verbs.SGE{p.ma.SGE(0, size)},
 						RemoteAddr: p.mb.Addr(), RKey: p.mb.RKey()}
 					rwr := verbs.RecvWR{SGL: []verbs.SGE{p.mb.SGE(0, size)}}
@@ -205,9 +229,7 @@ func BenchmarkLatency(b *testing.B) {
 						}
 						p.bGot = 0
 					}
-					ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
-					b.ReportMetric(base, "link-ns/op")
-					b.ReportMetric(ns/base, "x-link")
+					report(b, before, base)
 				})
 			}
 		}
@@ -229,6 +251,7 @@ func BenchmarkBandwidth(b *testing.B) {
 						req, resp = resp, req // the data flows back
 					}
 					base := baseline(b, newRawLink(b, kind), req, resp[:1], window)
+					before := measure(baseWindow, base)
 					wr := verbs.SendWR{Opcode: op, Flags: verbs.SendSignaled, SGL: []verbs.SGE{p.ma.SGE(0, size)},
 						RemoteAddr: p.mb.Addr(), RKey: p.mb.RKey()}
 					b.SetBytes(int64(size))
@@ -248,9 +271,7 @@ func BenchmarkBandwidth(b *testing.B) {
 						inflight -= p.ca.Poll(p.wc[:])
 						p.cb.Poll(p.wc[:0])
 					}
-					ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
-					b.ReportMetric(base, "link-ns/op")
-					b.ReportMetric(ns/base, "x-link")
+					report(b, before, base)
 				})
 			}
 		}
