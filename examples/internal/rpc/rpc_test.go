@@ -26,6 +26,12 @@ const (
 // setup connects a client on loopback.A to a server on loopback.B whose
 // handler echoes, fails, or blocks on release.
 func setup(t testing.TB, cfg rpc.Config, release <-chan struct{}) (*rpc.Client, *rpc.Server) {
+	return setupEntered(t, cfg, release, nil)
+}
+
+// setupEntered is setup whose blocking handler first sends on entered, if
+// not nil.
+func setupEntered(t testing.TB, cfg rpc.Config, release <-chan struct{}, entered chan<- struct{}) (*rpc.Client, *rpc.Server) {
 	t.Helper()
 	da, db, err := loopback.Pair(0)
 	if err != nil {
@@ -37,6 +43,9 @@ func setup(t testing.TB, cfg rpc.Config, release <-chan struct{}) (*rpc.Client, 
 		case mEcho:
 			return copy(resp, req), 0
 		case mBlock:
+			if entered != nil {
+				entered <- struct{}{}
+			}
 			<-release
 			return copy(resp, req), 0
 		}
@@ -295,4 +304,48 @@ func BenchmarkCallParallel(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestReadDeadline lets a READ expire while the server's engine is stalled
+// (in inline mode only the server's goroutine drives it, and a handler
+// holds that goroutine): the late READ completion must be dropped without
+// touching the caller's buffer, and its slot must serve again.
+func TestReadDeadline(t *testing.T) {
+	release, entered := make(chan struct{}), make(chan struct{}, 1)
+	cli, srv := setupEntered(t, rpc.Config{Slots: 2, MaxMsg: 64}, release, entered)
+	src := []byte("remote bytes")
+	mr, err := srv.PD().RegMR(src, verbs.AccessRemoteRead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxLong(t)
+	blocked := make(chan error, 1)
+	go func() {
+		_, err := cli.Call(ctx, mBlock, nil, nil)
+		blocked <- err
+	}()
+	<-entered // the server's goroutine is held: nothing drives its engine
+	dst := []byte("local bytes!")
+	short, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := cli.Read(short, dst, mr.Addr(), mr.RKey()); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("read from a stalled server: %v", err)
+	}
+	close(release)
+	if err := <-blocked; err != nil {
+		t.Fatal(err)
+	}
+	for cli.Stats().Late == 0 {
+		if ctx.Err() != nil {
+			t.Fatal("the late READ never completed")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if string(dst) != "local bytes!" {
+		t.Fatalf("the late READ wrote the caller's buffer: %q", dst)
+	}
+	got := make([]byte, len(src))
+	if err := cli.Read(ctx, got, mr.Addr(), mr.RKey()); err != nil || !bytes.Equal(got, src) {
+		t.Fatalf("read after the late one: %q %v", got, err)
+	}
 }
