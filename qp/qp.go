@@ -141,8 +141,10 @@ func (q *QP) PostSend(wr *SendWR) error {
 		return fmt.Errorf("post send: %w: inline data of %d bytes (max %d) on %s", ErrBadWR, len(wr.InlineData), q.cfg.MaxInline, wr.Opcode)
 	}
 	w := s.at(s.tail)
-	w.wr = *wr
-	w.wr.SGL, w.wr.InlineData = nil, nil
+	// Field by field, not *wr: copying the slices' headers into the ring
+	// would make every caller's SGL escape to the heap.
+	w.wr = SendWR{ID: wr.ID, Opcode: wr.Opcode, Flags: wr.Flags, Imm: wr.Imm, RemoteAddr: wr.RemoteAddr,
+		RKey: wr.RKey, CompareAdd: wr.CompareAdd, Swap: wr.Swap}
 	if q.cfg.SignalAll {
 		w.wr.Flags |= FlagSignaled
 	}
