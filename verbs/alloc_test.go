@@ -2,6 +2,7 @@ package verbs_test
 
 import (
 	"context"
+	"reflect"
 	"testing"
 
 	"github.com/uroce/uroce/verbs"
@@ -61,5 +62,36 @@ func TestZeroAlloc(t *testing.T) {
 				t.Errorf("%v allocations per WRITE and SEND", n)
 			}
 		})
+	}
+}
+
+// TestSendWRFields: PostSend's hand-over (and qp's send queue) copy a
+// SendWR field by field, so that the caller's SGL does not escape; a new
+// field must be added to those copies.
+func TestSendWRFields(t *testing.T) {
+	if n := reflect.TypeFor[verbs.SendWR]().NumField(); n != 10 {
+		t.Errorf("SendWR has %d fields; copy the new ones in QueuePair.PostSend and qp.QP.PostSend, then update this test", n)
+	}
+}
+
+// TestPostInLoopNoAlloc: a WR built afresh for every post, SGL literal
+// included, stays on the caller's stack.
+func TestPostInLoopNoAlloc(t *testing.T) {
+	a, b, qa, _, ma, mb, ca, cb := connectedPair()
+	defer a.Close()
+	defer b.Close()
+	op := func() {
+		err := qa.PostSend(&verbs.SendWR{Opcode: verbs.WRWrite, Flags: verbs.SendSignaled,
+			SGL: []verbs.SGE{ma.SGE(0, 64)}, RemoteAddr: mb.Addr(), RKey: mb.RKey()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitOne(ca, cb)
+	}
+	for range 100 {
+		op()
+	}
+	if n := testing.AllocsPerRun(200, op); n != 0 {
+		t.Errorf("%v allocations per post", n)
 	}
 }
