@@ -114,8 +114,10 @@ func (c *Client) write(ctx context.Context, m uint16, key, value []byte) error {
 	defer c.bufs.Put(pb)
 	req := append(append(append((*pb)[:0], byte(len(key))), key...), value...)
 	_, err := c.rpc.Call(ctx, m, req, nil)
-	var st rpc.StatusError
-	if errors.As(err, &st) {
+	if err == nil {
+		return nil
+	}
+	if st := rpc.StatusError(0); errors.As(err, &st) {
 		switch st {
 		case stNotFound:
 			err = ErrNotFound
@@ -125,10 +127,7 @@ func (c *Client) write(ctx context.Context, m uint16, key, value []byte) error {
 			err = ErrBadKey
 		}
 	}
-	if err != nil {
-		return fmt.Errorf("write: %w", err)
-	}
-	return nil
+	return fmt.Errorf("write: %w", err)
 }
 
 // Retries returns how many READs were repeated for inconsistent entries.

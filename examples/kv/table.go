@@ -9,15 +9,15 @@ import (
 )
 
 // An entry is a seqlock-protected slot, FaRM style: the writer makes the
-// head version odd, writes the fields, then stores the new even version in
-// the tail and the head. A reader (here: an RDMA READ that the server's
+// head version odd, writes the fields, stores the new even version in the
+// tail, the CRC (which covers the tail) and last the head. A reader (here: an RDMA READ that the server's
 // CPU never sees) copies the whole entry and accepts it only when head ==
 // tail, the version is even and the CRC over version and contents matches.
 // The CRC is what catches a torn copy whatever order the bytes were copied
 // in (a NIC's DMA, like the engine's copy, promises no order within a READ).
 //
 //	0   head version  uint64
-//	8   CRC-32C       uint32 (of version, lengths, key, value)
+//	8   CRC-32C       uint32 (of tail version, lengths, key, value)
 //	12  key length    uint16 (0: empty)
 //	14  value length  uint16
 //	16  key           [KeyMax]byte
@@ -73,12 +73,13 @@ func (e entry) value() []byte {
 	return e[entryHead : entryHead+min(int(binary.LittleEndian.Uint16(e[14:])), len(e)-8-entryHead)]
 }
 
-// sum is the CRC an entry at version v must carry.
-func (e entry) sum(v uint64) uint32 {
-	var b [12]byte
-	binary.LittleEndian.PutUint64(b[:], v)
-	copy(b[8:], e[12:16])
-	c := crc32.Update(0, castagnoli, b[:])
+// sum is the entry's CRC: over the tail version (the writer stores it
+// before computing the CRC), the lengths, key and value. Reading the version
+// from the entry itself, rather than from a buffer, keeps the check free of
+// allocations.
+func (e entry) sum() uint32 {
+	c := crc32.Update(0, castagnoli, e[len(e)-8:])
+	c = crc32.Update(c, castagnoli, e[12:16])
 	c = crc32.Update(c, castagnoli, e.key())
 	return crc32.Update(c, castagnoli, e.value())
 }
@@ -86,7 +87,7 @@ func (e entry) sum(v uint64) uint32 {
 // consistent is the reader's check on a copied entry.
 func (e entry) consistent() bool {
 	v := e.head()
-	return v == e.tail() && v&1 == 0 && e.sum(v) == e.crc()
+	return v == e.tail() && v&1 == 0 && e.sum() == e.crc()
 }
 
 // word is an entry's version word for atomic access. The table is mmap'd,
@@ -100,13 +101,14 @@ func (e entry) beginWrite() uint64 {
 	return v + 2
 }
 
-// endWrite sets the fields and publishes version v (even).
+// endWrite sets the fields and publishes version v (even): the tail, the
+// CRC that covers it, and last the head.
 func (e entry) endWrite(v uint64, key, value []byte) {
 	binary.LittleEndian.PutUint16(e[12:], uint16(len(key)))
 	binary.LittleEndian.PutUint16(e[14:], uint16(len(value)))
 	copy(e[16:16+KeyMax], key)
 	copy(e[entryHead:], value)
-	binary.LittleEndian.PutUint32(e[8:], e.sum(v))
 	word(e[len(e)-8:]).Store(v)
+	binary.LittleEndian.PutUint32(e[8:], e.sum())
 	word(e).Store(v)
 }
