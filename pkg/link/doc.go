@@ -20,5 +20,9 @@
 //
 // A Link is not safe for concurrent use: one engine loop owns it, as the
 // design requires (no locks on the data path). Close may be called from any
-// goroutine to unblock Wait.
+// goroutine to unblock Wait; it returns once the owner has left whatever
+// call it was in, and only then frees the link's sockets and memory (the
+// kernel-backed links fence the owner with an atomic state word, see
+// pkg/link/internal/waiter, and panic if two goroutines use the data path
+// at once rather than corrupt their buffers).
 package link
