@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uroce/uroce/pkg/link"
 	"github.com/uroce/uroce/pkg/link/pipe"
 	"github.com/uroce/uroce/verbs"
 )
@@ -26,14 +27,17 @@ func stressByte(i, k, j int) byte { return byte(i*131 + k*7 + j) }
 // by several goroutines at once. Every SEND's payload and every READ's
 // data is checked, every WR completes exactly once and in order per QP.
 // Run it with -race: the devices' engines and links must only ever be
-// used by their owner.
+// used by their owner. Over UDP on loopback the link itself also checks
+// that: its data path panics when two goroutines are in it at once.
 func TestStress(t *testing.T) {
-	for _, mode := range []string{"inline", "background", "mixed"} {
-		t.Run(mode, func(t *testing.T) { stress(t, mode) })
+	for _, kind := range []string{"pipe", "udp"} {
+		for _, mode := range []string{"inline", "background", "mixed"} {
+			t.Run(kind+"/"+mode, func(t *testing.T) { stress(t, kind, mode) })
+		}
 	}
 }
 
-func stress(t *testing.T, mode string) {
+func stress(t *testing.T, kind, mode string) {
 	const (
 		nqp      = 4
 		ops      = 600 // per QP
@@ -41,7 +45,12 @@ func stress(t *testing.T, mode string) {
 		slot     = 4096
 		readSpan = 8192
 	)
-	la, lb := pipe.New(pipe.Config{})
+	var la, lb link.Link
+	if kind == "pipe" {
+		la, lb = pipe.New(pipe.Config{})
+	} else {
+		la, lb = linkPair(t, kind, 3)
+	}
 	a, b := verbs.Open(la), verbs.Open(lb)
 	defer a.Close()
 	defer b.Close()
