@@ -15,7 +15,7 @@ import (
 // The benchmarks run a perftest-like loop through verbs in inline mode:
 // one goroutine posts and polls both devices (run-to-completion, no
 // goroutine hand-off), over a real-time pipe and over UDP on loopback.
-// Around its timed loop each one measures, on a second pair of links of
+// Between blocks of its timed loop each one measures, on a second pair of links of
 // the same kind, the raw link doing the same packet exchange with no
 // transport (the packets of the message one way, its ACK or request the
 // other), and reports that (link-ns/op) and verbs' time as a multiple of
@@ -171,29 +171,46 @@ func baseline(tb testing.TB, r *rawLink, req, resp []int, window int) func() {
 	}
 }
 
-// baseWindow is how long the baseline runs before and after the timed
-// loop: the machine is shared and its load drifts, so the ratio compares
-// the loop with the mean of the link's speed on either side of it.
-const baseWindow = 300 * time.Millisecond
+// interleave runs the baseline in blocks between blocks of the timed
+// loop, with the timer stopped: the machine is shared and its load
+// drifts, so verbs and the bare link must be timed side by side for their
+// ratio to mean something.
+type interleave struct {
+	base  func()
+	n     int // loop iterations since the last block
+	ns    time.Duration
+	count int
+}
 
-// measure runs fn for about d and returns its ns per call.
-func measure(d time.Duration, fn func()) float64 {
-	start, n := time.Now(), 0
-	for {
-		for range 32 {
-			fn()
-		}
-		n += 32
-		if el := time.Since(start); el >= d {
-			return float64(el.Nanoseconds()) / float64(n)
-		}
+// block is how many loop iterations alternate with as many exchanges.
+const block = 256
+
+func (il *interleave) tick(b *testing.B) {
+	if il.n++; il.n < block {
+		return
 	}
+	il.n = 0
+	b.StopTimer()
+	il.run()
+	b.StartTimer()
+}
+
+func (il *interleave) run() {
+	start := time.Now()
+	for range block {
+		il.base()
+	}
+	il.ns += time.Since(start)
+	il.count += block
 }
 
 // report adds the baseline and the ratio to it to b's results.
-func report(b *testing.B, before float64, base func()) {
+func (il *interleave) report(b *testing.B) {
+	if il.count == 0 {
+		il.run()
+	}
 	ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
-	link := (before + measure(baseWindow, base)) / 2
+	link := float64(il.ns.Nanoseconds()) / float64(il.count)
 	b.ReportMetric(link, "link-ns/op")
 	b.ReportMetric(ns/link, "x-link")
 }
@@ -207,8 +224,7 @@ func BenchmarkLatency(b *testing.B) {
 				b.Run(fmt.Sprintf("%s/%v/%d", kind, op, size), func(b *testing.B) {
 					p := newBenchPair(b, kind)
 					req, resp := exchange(op, size)
-					base := baseline(b, newRawLink(b, kind), req, resp, 1)
-					before := measure(baseWindow, base)
+					il := interleave{base: baseline(b, newRawLink(b, kind), req, resp, 1)}
 					wr := verbs.SendWR{Opcode: op, Flags: verbs.SendSignaled, SGL: []verbs.SGE{p.ma.SGE(0, size)},
 						RemoteAddr: p.mb.Addr(), RKey: p.mb.RKey()}
 					rwr := verbs.RecvWR{SGL: []verbs.SGE{p.mb.SGE(0, size)}}
@@ -228,8 +244,9 @@ func BenchmarkLatency(b *testing.B) {
 							p.bGot += p.cb.Poll(p.wc[1:])
 						}
 						p.bGot = 0
+						il.tick(b)
 					}
-					report(b, before, base)
+					il.report(b)
 				})
 			}
 		}
@@ -250,8 +267,7 @@ func BenchmarkBandwidth(b *testing.B) {
 					if op == verbs.WRRead {
 						req, resp = resp, req // the data flows back
 					}
-					base := baseline(b, newRawLink(b, kind), req, resp[:1], window)
-					before := measure(baseWindow, base)
+					il := interleave{base: baseline(b, newRawLink(b, kind), req, resp[:1], window)}
 					wr := verbs.SendWR{Opcode: op, Flags: verbs.SendSignaled, SGL: []verbs.SGE{p.ma.SGE(0, size)},
 						RemoteAddr: p.mb.Addr(), RKey: p.mb.RKey()}
 					b.SetBytes(int64(size))
@@ -266,12 +282,13 @@ func BenchmarkBandwidth(b *testing.B) {
 							b.Fatal(err)
 						}
 						inflight++
+						il.tick(b)
 					}
 					for inflight > 0 {
 						inflight -= p.ca.Poll(p.wc[:])
 						p.cb.Poll(p.wc[:0])
 					}
-					report(b, before, base)
+					il.report(b)
 				})
 			}
 		}
