@@ -101,8 +101,17 @@ func OpenInterface(name string) (*Device, error) {
 // clock). Call it before any traffic.
 func (d *Device) SetClock(now func() time.Time) { d.clock = now }
 
-// Link returns the device's link.
+// Link returns the device's link. Its Info may be read at any time; the
+// rest of it belongs to the device's engine loop (see package link): read
+// its counters with LinkStats.
 func (d *Device) Link() link.Link { return d.l }
+
+// LinkStats returns the link's counters, read by the engine's owner.
+func (d *Device) LinkStats() link.Stats {
+	var s link.Stats
+	d.do(func() error { s = d.l.Stats(); return nil })
+	return s
+}
 
 // GIDs lists the device's GIDs: for RoCEv2 the local address, IPv4 in its
 // IPv4-mapped IPv6 form (rxe's GID table holds the same).

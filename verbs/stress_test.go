@@ -259,6 +259,7 @@ func stress(t *testing.T, kind, mode string) {
 			}
 			_ = a.Counters()
 			_ = b.Counters()
+			_ = a.LinkStats()
 			time.Sleep(time.Millisecond)
 		}
 	}()
