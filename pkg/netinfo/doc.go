@@ -20,11 +20,11 @@
 // short while (FailTTL), so an unreachable peer costs a map lookup per
 // packet, not a goroutine.
 //
-// Answers are cached per destination. The cache is emptied whenever the
-// kernel announces a change of route, neighbour or address (netlink
-// multicast groups), and each answer is dropped after a TTL in any case, so
-// a link that asks on every packet pays a map lookup, and sees a changed
-// next hop within the TTL at worst.
+// Answers are cached per destination. Every answer is made stale whenever
+// the kernel announces a change of route, neighbour or address (netlink
+// multicast groups), and after a TTL in any case, so a link that asks on
+// every packet pays a map lookup, and sees a changed next hop within the
+// TTL at worst (within one background lookup, for Resolve).
 //
 // GIDs follows rxe (drivers/infiniband/core/roce_gid_mgmt.c): index 0 of each
 // interface is the default GID, the link-local fe80::/64 address made from

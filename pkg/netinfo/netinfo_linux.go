@@ -195,10 +195,17 @@ func (r *Resolver) macChanged(n netlink.Neigh) bool {
 	return false
 }
 
-// Flush empties the cache and forgets failures.
+// Flush makes every cached answer stale and forgets failures: Lookup asks
+// the kernel again, and Resolve serves the old answer only while it asks
+// in the background. (Emptying the cache instead would make a link drop
+// packets on every neighbour event the kernel sends about an entry being
+// resolved, though its answer stands.)
 func (r *Resolver) Flush() {
 	r.mu.Lock()
-	clear(r.cache)
+	for k, e := range r.cache {
+		e.exp = time.Time{}
+		r.cache[k] = e
+	}
 	clear(r.failed)
 	r.mu.Unlock()
 }
