@@ -51,6 +51,10 @@ const (
 	pollWait   = 50 * time.Microsecond
 )
 
+// bgSpin is how many idle rounds the background goroutine polls before it
+// sleeps in the link.
+const bgSpin = 32
+
 func (d *Device) initOwner() {
 	d.reqs = make([]request, numRequests)
 	d.free = newRing[uint32](numRequests)
@@ -89,10 +93,12 @@ func (d *Device) release() {
 	}
 }
 
-// serve runs the requests handed over; the caller owns the engine.
-func (d *Device) serve() {
+// serve runs the requests handed over and returns how many; the caller
+// owns the engine.
+func (d *Device) serve() int {
 	var i uint32
-	for d.sub.pop(&i) {
+	n := 0
+	for ; d.sub.pop(&i); n++ {
 		r := &d.reqs[i]
 		switch r.kind {
 		case reqSend:
@@ -112,6 +118,7 @@ func (d *Device) serve() {
 		}
 		r.done <- struct{}{}
 	}
+	return n
 }
 
 // process runs the engine's timers and requesters and delivers
@@ -122,14 +129,17 @@ func (d *Device) process() {
 }
 
 // drive feeds received packets to the engine, runs its timers and
-// requesters and delivers completions; the caller owns the engine.
-func (d *Device) drive() {
+// requesters, delivers completions and returns how many packets came in;
+// the caller owns the engine.
+func (d *Device) drive() int {
 	now := d.clock()
+	got := 0
 	for {
 		n, _ := d.l.Recv(d.rx[:])
 		if n == 0 {
 			break
 		}
+		got += n
 		d.e.Receive(now, d.rx[:n])
 		d.l.Release(d.rx[:n])
 		if n < len(d.rx) {
@@ -138,6 +148,7 @@ func (d *Device) drive() {
 	}
 	d.e.Process(now)
 	d.flush()
+	return got
 }
 
 // flush moves new completions from the engine's CQs to the CQs' rings,
@@ -241,9 +252,21 @@ func (d *Device) do(fn func() error) error {
 // loop is the background goroutine: it owns the engine until Close.
 func (d *Device) loop(done chan struct{}) {
 	defer close(done)
+	idle := 0
 	for !d.closed.Load() {
-		d.serve()
-		d.drive()
+		if d.serve()+d.drive() > 0 {
+			idle = 0
+		} else {
+			idle++
+		}
+		// For a few rounds after work, look again rather than sleep:
+		// answers follow requests within microseconds, and a sleep in
+		// the link costs a wake-up each time (eRPC polls for the same
+		// reason; here the polling is bounded, the machine is shared).
+		if idle <= bgSpin {
+			runtime.Gosched()
+			continue
+		}
 		if w := d.waitTime(bgWait); w > 0 {
 			if err := d.l.Wait(w); err != nil {
 				break
