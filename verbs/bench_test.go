@@ -22,8 +22,13 @@ import (
 // other), and reports that (link-ns/op) and verbs' time as a multiple of
 // it (x-link).
 
-// benchMTU is the IP MTU of both link kinds, so the path MTU is 4096.
-const benchMTU = 9000
+// benchMTU is the IP MTU of both link kinds, so the path MTU is 4096;
+// benchPort keeps the loopback links off 4791, which another stack on the
+// machine may hold.
+const (
+	benchMTU  = 9000
+	benchPort = 34791
+)
 
 // linkPair opens two connected links of a kind; n picks distinct
 // addresses so the baseline's links do not meet the devices'.
@@ -34,7 +39,7 @@ func linkPair(tb testing.TB, kind string, n int) (link.Link, link.Link) {
 		return pipe.New(pipe.Config{MTU: benchMTU, Buffers: 4096})
 	case "udp":
 		open := func(i int) link.Link {
-			l, err := udp.Open(udp.Config{Addr: netip.AddrFrom4([4]byte{127, 77, byte(n), byte(i)}), MTU: benchMTU})
+			l, err := udp.Open(udp.Config{Addr: netip.AddrFrom4([4]byte{127, 77, byte(n), byte(i)}), Port: benchPort, MTU: benchMTU})
 			if err != nil {
 				tb.Fatal(err)
 			}
