@@ -14,11 +14,13 @@ import (
 // control when nobody names one: the highest rate any algorithm answers.
 const DefaultLineRate = 100 * cc.Gbps
 
-// DefaultPacerBurst is the token bucket depth of a paced QP: enough for a
-// few full packets so an engine turn that comes a little late still sends
-// at the QP's rate, small enough that a QP never dumps much more than that
-// into a queue at once.
-const DefaultPacerBurst = 16 << 10
+// DefaultPacerBurst is the token bucket depth of a paced QP. A software
+// engine wakes up late by up to milliseconds on a loaded machine (Go's
+// scheduler, the kernel's timers); the tokens it earned meanwhile must still
+// be there, or the QP sends below its rate and its congestion control
+// misreads the network. 64 KiB covers 5 ms at 100 Mb/s and is still a small
+// burst for a switch queue (16 full 4 KiB packets).
+const DefaultPacerBurst = 64 << 10
 
 // ipUDPLen is what the bottleneck sees in front of the RoCE packet on
 // IPv4: the IP and UDP headers. The pacer counts IP datagram bytes, as a
@@ -55,6 +57,8 @@ type ccState struct {
 	sent [maxUnackedPSNs]int64
 	// srtt is the smoothed RTT (RFC 6298's 1/8 gain), 0 before a sample.
 	srtt time.Duration
+	// ackReqAt is when the requester last asked for an ACK (unix ns).
+	ackReqAt int64
 }
 
 // ccInit gives q a fresh algorithm from cfg (the engine's default when
@@ -135,6 +139,25 @@ func (e *Engine) ccHold(q *QP, n int) bool {
 	if d != cc.Never {
 		e.setTimer(&s.pace, e.now.Add(d))
 	}
+	return true
+}
+
+// ccAckDue reports whether a paced QP's next request should ask for an
+// ACK although rxe's every-64-packets rule would not: a QP paced far below
+// the line rate may take longer than the local ACK timeout to send 64
+// packets, and then a request with nothing wrong would time out. Asking at
+// least every eighth of the timeout keeps the ACK timer meaning loss.
+func (e *Engine) ccAckDue(q *QP) bool {
+	s := q.cc
+	if !s.paced {
+		return false
+	}
+	d := q.timeoutDur()
+	now := e.now.UnixNano()
+	if d == 0 || now-s.ackReqAt < int64(d/8) {
+		return false
+	}
+	s.ackReqAt = now
 	return true
 }
 

@@ -257,9 +257,10 @@ func (e *Engine) sendRequest(q *QP, w *sendWQE) bool {
 	// rxe sets AckReq on the last packet of a message and on every
 	// RXE_MAX_PKT_PER_ACK-th packet within one.
 	q.req.noackPkts++
-	bf.AckReq = last || q.req.noackPkts > maxPktPerAck
+	bf.AckReq = last || q.req.noackPkts > maxPktPerAck || e.ccAckDue(q)
 	if bf.AckReq {
 		q.req.noackPkts = 0
+		q.cc.ackReqAt = e.now.UnixNano()
 	}
 	lp, dst := e.newPacket(q, &bf, int(payload), false)
 	if lp == nil {
