@@ -144,5 +144,19 @@ func (w *Waiter) PollOut(d time.Duration) bool {
 	ts := unix.NsecToTimespec(int64(d))
 	w.out[0].Revents, w.out[1].Revents = 0, 0
 	n, err := unix.Ppoll(w.out[:], &ts, nil)
+	if err != nil || n == 0 {
+		return false
+	}
+	if w.out[0].Revents&unix.POLLOUT != 0 {
+		return true
+	}
+	if w.Closing() {
+		return false
+	}
+	// The eventfd holds a Wake meant for the owner's next Wait: leave it
+	// there and wait for room on the socket alone, or Send would drop a
+	// batch for a Wake.
+	w.out[0].Revents = 0
+	n, err = unix.Ppoll(w.out[:1], &ts, nil)
 	return err == nil && n > 0 && w.out[0].Revents&unix.POLLOUT != 0
 }
