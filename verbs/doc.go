@@ -24,5 +24,12 @@
 // owner's link Wait (link.Waker) and waits for the verdict; the owner runs
 // handed-over requests before it sleeps and before it lets go.
 // Completions travel the other way through each CQ's own lock-free ring,
-// which any number of goroutines may poll.
+// which any number of goroutines may poll. The background goroutine polls
+// for a few idle rounds after work before it sleeps in the link; a link
+// that cannot be woken (no link.Waker) is polled every 50 µs instead.
+//
+// Costs (BenchmarkLatency, BenchmarkBandwidth and
+// BenchmarkLatencyBackground, each reporting its time as a multiple of the
+// bare link doing the same packet exchange in the same run, x-link): see
+// BENCHMARKS.md.
 package verbs

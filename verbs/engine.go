@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/uroce/uroce/pkg/link"
 	"github.com/uroce/uroce/qp"
 )
 
@@ -66,7 +67,7 @@ func (d *Device) initOwner() {
 	}
 	d.released = make(chan struct{}, 1)
 	d.done = make(chan struct{})
-	if w, ok := d.l.(interface{ Wake() }); ok {
+	if w, ok := d.l.(link.Waker); ok {
 		d.wake = w.Wake
 	}
 }
