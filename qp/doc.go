@@ -23,6 +23,16 @@
 // heap keyed by deadline, so the cost per QP does not grow with the number of
 // QPs; QPs with work to do wait on a ready list.
 //
+// Congestion control (cc.go) sits beside the three: every QP has a
+// cc.Algorithm (QPConfig.CC, else Engine.CC; "none" by default) and a
+// cc.Pacer. The requester asks the pacer before each packet, first
+// transmissions and retransmissions alike, and waits on a timer in the same
+// heap when it must; data of a QP with congestion control carries ECT(0); a
+// CE-marked packet makes the QP's notification point answer with a CNP to
+// the peer's QP (at most one per min_time_between_cnps); a CNP, an ACK with
+// its RTT sample, or a go-back-N is reported to the algorithm, whose new
+// rate the pacer takes at once.
+//
 // Registered memory (MR) is a Go byte slice at a virtual address the caller
 // chooses; the responder only ever copies inside [Addr, Addr+len) of an MR
 // whose key, protection domain and access flags allow it.
