@@ -44,6 +44,15 @@ func open(t *testing.T, ns *netns.NS, addr netip.Addr) *side {
 	return s
 }
 
+// sync makes this goroutine's accesses to the side's memory and its
+// engine's ordered (Go's memory model, which the race detector checks):
+// a call through the device's owner is a synchronisation with it. The
+// test learns that a peer's engine touched memory from the other device's
+// completions, which travel through kernel sockets, and those carry no
+// happens-before edge; an application learns it from its own device's
+// completions, which do.
+func (s *side) sync() { s.d.Counters() }
+
 // next waits for the side's next completion and checks its status.
 func (s *side) next(ctx context.Context, t *testing.T, what string) verbs.WC {
 	t.Helper()
@@ -116,6 +125,7 @@ func veth(t *testing.T, mtu, fam int) {
 			// The far side's region past the message must stay untouched.
 			fill(b.mr.Buf()[65536+size:][:256], -seed)
 			guard := bytes.Clone(b.mr.Buf()[65536+size:][:256])
+			b.sync()
 			imm := uint32(0xc0de0000 + seed)
 			recv := op == verbs.WRSend || op == verbs.WRSendWithImm || op == verbs.WRWriteWithImm
 			if recv {
@@ -157,6 +167,7 @@ func veth(t *testing.T, mtu, fam int) {
 					t.Fatalf("%s: receive completion %+v, want immediate %#x", name, rc, imm)
 				}
 			}
+			b.sync()
 			if !bytes.Equal(dst, src) {
 				t.Fatalf("%s: data differs", name)
 			}
@@ -174,6 +185,7 @@ func veth(t *testing.T, mtu, fam int) {
 		t.Helper()
 		wr.Flags, wr.SGL, wr.RemoteAddr, wr.RKey = verbs.SendSignaled, []verbs.SGE{a.mr.SGE(2048, 8)}, b.mr.Addr()+1024, b.mr.RKey()
 		clear(orig)
+		b.sync()
 		if err := a.q.PostSend(&wr); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -183,6 +195,7 @@ func veth(t *testing.T, mtu, fam int) {
 		if got := binary.LittleEndian.Uint64(orig); got != wantOrig {
 			t.Fatalf("%s: original %#x, want %#x", name, got, wantOrig)
 		}
+		b.sync()
 		if got := binary.LittleEndian.Uint64(word); got != wantWord {
 			t.Fatalf("%s: remote word %#x, want %#x", name, got, wantWord)
 		}
