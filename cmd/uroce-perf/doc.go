@@ -20,8 +20,26 @@
 // run_iter_lat_write, run_iter_lat, run_iter_lat_send, run_iter_bw and
 // run_iter_bw_server). The engine runs inline: the measuring goroutine
 // drives it from CQ.Poll, busy-polling, as perftest does with ibv_poll_cq.
+// While a side waits in the exchange (the passive server of read_lat,
+// atomic_lat, write_bw and read_bw waits there for the whole test) the
+// exchange's connection keeps driving the engine (conn.go), since here the
+// engine is the RNIC that must answer the peer.
+//
+// Flags are perftest's: -s, -n, -a, -m, -x, -d (the network interface),
+// -p, -F (accepted; no cycle counter here), --report_gbits, -c (RC only),
+// -t, -r, -q, -I, -Q, --out_json and --out_json_file; uroce adds --link
+// (udp, the default, afpacket or afxdp; AF_XDP busy-polls in latency
+// tests), --ip (run on this address instead of -d's first) and --timeout
+// (give up when the peer stalls). A uroce device has one GID, its address,
+// so -x is 0 where rxe needs -x 1 for its IPv4 GID.
 //
 // Reports are computed as perftest does (pkg/perftest: write and send
 // latency are half a round trip; the two slowest samples are dropped) and
-// printed in its format; --out_json writes them as JSON too.
+// printed in its format; --out_json writes them to a file as JSON, with
+// perftest's "test_info" and "results" sections and one result per size.
+//
+// The demo runs every test at a few sizes with both ends in one process,
+// over UDP on 127.0.0.1 and 127.0.0.2 (port 4791 on each, no privilege
+// needed), and then sets write_lat beside a kernel UDP ping-pong of the
+// same size between the same addresses.
 package main
