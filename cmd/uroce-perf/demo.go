@@ -138,7 +138,9 @@ func (e pairEnds) run(ctx context.Context, srvCfg, cliCfg *config, srvOut, cliOu
 	serr := <-srvErr
 	pc.Server, pc.Client = e.srvDev.Counters(), e.cliDev.Counters()
 	if cerr != nil || serr != nil {
-		return pc, errors.Join(clientErr(cerr), serverErr(serr))
+		// The counters tell a stalled transport from a stalled test.
+		return pc, fmt.Errorf("%w\nserver counters: %+v\nclient counters: %+v",
+			errors.Join(clientErr(cerr), serverErr(serr)), pc.Server.Counters, pc.Client.Counters)
 	}
 	return pc, nil
 }
