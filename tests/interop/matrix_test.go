@@ -51,6 +51,7 @@ func testPerfMatrix(t *testing.T, mtu, ibMTU int) {
 	l := lab.New(t, lab.Config{MTU: mtu})
 	bin := buildOnce(t, "github.com/uroce/uroce/cmd/uroce-perf")
 	g := l.Boot(lab.GuestConfig{})[0]
+	growTapQueues(t, l)
 	m := matrix{mtu: mtu, ibMTU: ibMTU, cells: map[string]bool{}}
 	for _, test := range perfTests {
 		sizes := perfSizes
