@@ -29,14 +29,17 @@
 // -p, -F (accepted; no cycle counter here), --report_gbits, -c (RC only),
 // -t, -r, -q, -I, -Q, --out_json and --out_json_file; uroce adds --link
 // (udp, the default, afpacket or afxdp; AF_XDP busy-polls in latency
-// tests), --ip (run on this address instead of -d's first) and --timeout
-// (give up when the peer stalls). A uroce device has one GID, its address,
+// tests), --ip (run on this address instead of -d's first), --timeout
+// (give up when the peer stalls) and -stats (print the device's transport
+// counters, packets, retransmissions, timeouts and NAKs, on a "counters:"
+// line after the report and in --out_json). A uroce device has one GID, its address,
 // so -x is 0 where rxe needs -x 1 for its IPv4 GID.
 //
 // Reports are computed as perftest does (pkg/perftest: write and send
 // latency are half a round trip; the two slowest samples are dropped) and
 // printed in its format; --out_json writes them to a file as JSON, with
-// perftest's "test_info" and "results" sections and one result per size.
+// perftest's "test_info" and "results" sections and one result per size
+// (and uroce's "counters" with -stats).
 //
 // The demo runs every test at a few sizes with both ends in one process,
 // over UDP on 127.0.0.1 and 127.0.0.2 (port 4791 on each, no privilege
