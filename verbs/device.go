@@ -44,7 +44,10 @@ type Device struct {
 
 	startMu sync.Mutex // Start and Close, never the data path
 	bg      atomic.Bool
-	bgDone  chan struct{}
+	// starting keeps inline callers off the engine from Start on, so
+	// Start is not starved by goroutines that keep taking it.
+	starting atomic.Bool
+	bgDone   chan struct{}
 }
 
 // Open makes a device over a link, which it owns from now on.
@@ -153,9 +156,10 @@ func (d *Device) Start() {
 	if d.bgDone != nil || d.closed.Load() {
 		return
 	}
-	// Take the engine from inline callers; one asleep in the link is
-	// woken (or its bounded sleep ends).
-	for !d.tryOwn() {
+	// Take the engine from inline callers, who stop taking it now; one
+	// asleep in the link is woken (or its bounded sleep ends).
+	d.starting.Store(true)
+	for !d.owner.CompareAndSwap(0, 1) {
 		if d.wake != nil {
 			d.wake()
 		}

@@ -72,8 +72,9 @@ func (d *Device) initOwner() {
 	}
 }
 
-// tryOwn takes the engine if no one holds it.
-func (d *Device) tryOwn() bool { return d.owner.CompareAndSwap(0, 1) }
+// tryOwn takes the engine if no one holds it and Start is not taking it
+// for the background goroutine.
+func (d *Device) tryOwn() bool { return !d.starting.Load() && d.owner.CompareAndSwap(0, 1) }
 
 // release lets go of the engine, first running requests that arrived
 // meanwhile, and tells a blocked inline waiter that the engine is free.
@@ -275,5 +276,6 @@ func (d *Device) loop(done chan struct{}) {
 		}
 	}
 	d.serve()
+	d.starting.Store(false) // callers after Close run their calls themselves
 	d.release()
 }

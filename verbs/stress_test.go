@@ -26,12 +26,14 @@ func stressByte(i, k, j int) byte { return byte(i*131 + k*7 + j) }
 // and states meanwhile; one receive CQ is shared by every QP and polled
 // by several goroutines at once. Every SEND's payload and every READ's
 // data is checked, every WR completes exactly once and in order per QP.
+// Modes: both devices inline, both in background, one of each, and both
+// switched from inline to background in mid-run.
 // Run it with -race: the devices' engines and links must only ever be
 // used by their owner. Over UDP on loopback the link itself also checks
 // that: its data path panics when two goroutines are in it at once.
 func TestStress(t *testing.T) {
 	for _, kind := range []string{"pipe", "udp"} {
-		for _, mode := range []string{"inline", "background", "mixed"} {
+		for _, mode := range []string{"inline", "background", "mixed", "switch"} {
 			t.Run(kind+"/"+mode, func(t *testing.T) { stress(t, kind, mode) })
 		}
 	}
@@ -237,6 +239,19 @@ func stress(t *testing.T, kind, mode string) {
 					got.Add(1)
 				}
 			}
+		}()
+	}
+	if mode == "switch" {
+		// Both devices go from inline to background with traffic in
+		// flight, from a goroutine of their own.
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for got.Load() < total/3 && ctx.Err() == nil {
+				time.Sleep(100 * time.Microsecond)
+			}
+			a.Start()
+			b.Start()
 		}()
 	}
 	stop := make(chan struct{})
