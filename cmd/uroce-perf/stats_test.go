@@ -11,8 +11,9 @@ import (
 
 // TestStats runs write_bw with -stats and checks that both sides print
 // their counters on one line and put them in --out_json: the client sent
-// every WRITE packet, the server received them, nothing was retransmitted
-// over loopback.
+// every WRITE packet, the server received them, and any retransmission
+// had a cause the counters show (a timeout or a NAK): loopback loses
+// nothing, but a loaded machine can delay an ACK past the timeout.
 func TestStats(t *testing.T) {
 	const size, iters = 4096, 50
 	js := filepath.Join(t.TempDir(), "out.json")
@@ -39,8 +40,8 @@ func TestStats(t *testing.T) {
 	if n := field(so, "RxPackets"); n < size/1024*iters {
 		t.Errorf("server received %d packets, want at least %d", n, size/1024*iters)
 	}
-	if n := field(co, "Retransmits"); n != 0 {
-		t.Errorf("client retransmitted %d packets over loopback", n)
+	if n := field(co, "Retransmits"); n != 0 && field(co, "Timeouts")+field(co, "SeqNAKsRcvd")+field(co, "RNRNAKsRcvd") == 0 {
+		t.Errorf("client retransmitted %d packets with no timeout or NAK to cause it", n)
 	}
 	for _, path := range []string{js, js + ".server"} {
 		b, err := os.ReadFile(path)

@@ -1,0 +1,5 @@
+//go:build !race
+
+package ccbottleneck_test
+
+const raceEnabled = false
