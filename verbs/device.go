@@ -48,6 +48,8 @@ type Device struct {
 	// Start is not starved by goroutines that keep taking it.
 	starting atomic.Bool
 	bgDone   chan struct{}
+	// mapped is AllocMR's memory, unmapped at Close (startMu).
+	mapped [][]byte
 }
 
 // Open makes a device over a link, which it owns from now on.
@@ -184,6 +186,7 @@ func (d *Device) Close() error {
 	if bg != nil {
 		<-bg
 	}
+	d.unmapAll()
 	return err
 }
 

@@ -126,6 +126,9 @@ func (d *Device) serve() int {
 // process runs the engine's timers and requesters and delivers
 // completions, without reading the link; the caller owns the engine.
 func (d *Device) process() {
+	if d.closed.Load() {
+		return // the link is gone, and AllocMR memory with it (unmapAll)
+	}
 	d.e.Process(d.clock())
 	d.flush()
 }
@@ -134,6 +137,9 @@ func (d *Device) process() {
 // requesters, delivers completions and returns how many packets came in;
 // the caller owns the engine.
 func (d *Device) drive() int {
+	if d.closed.Load() {
+		return 0
+	}
 	now := d.clock()
 	got := 0
 	for {

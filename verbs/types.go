@@ -42,7 +42,21 @@ const (
 	AccessRemoteRead   = qp.AccessRemoteRead
 	AccessRemoteAtomic = qp.AccessRemoteAtomic
 
-	WCSuccess = qp.WCSuccess
+	// Completion statuses (ibv_wc_status, rdma-core's values).
+	WCSuccess        = qp.WCSuccess
+	WCLocLenErr      = qp.WCLocLenErr
+	WCLocQPOpErr     = qp.WCLocQPOpErr
+	WCLocProtErr     = qp.WCLocProtErr
+	WCWRFlushErr     = qp.WCWRFlushErr
+	WCBadRespErr     = qp.WCBadRespErr
+	WCLocAccessErr   = qp.WCLocAccessErr
+	WCRemInvReqErr   = qp.WCRemInvReqErr
+	WCRemAccessErr   = qp.WCRemAccessErr
+	WCRemOpErr       = qp.WCRemOpErr
+	WCRetryExcErr    = qp.WCRetryExcErr
+	WCRNRRetryExcErr = qp.WCRNRRetryExcErr
+	WCFatalErr       = qp.WCFatalErr
+	WCGeneralErr     = qp.WCGeneralErr
 
 	WCSend            = qp.WCSend
 	WCWrite           = qp.WCWrite
