@@ -29,6 +29,7 @@ type options struct {
 	rxDepth int
 	stats   bool
 	linger  time.Duration
+	retry   int
 	peer    string // the server's host; empty on the server
 
 	// For tests: a listener to accept on instead of the port, and a
@@ -49,6 +50,7 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 	fs.IntVar(&o.mtu, "m", 1024, "path `mtu`")
 	fs.IntVar(&o.rxDepth, "r", 500, "receives posted ahead (rx `depth`)")
 	fs.DurationVar(&o.linger, "linger", time.Second, "keep answering the peer's retransmissions this long after the last exchange (uroce only)")
+	fs.IntVar(&o.retry, "retry", 7, "transport retry `count`: 7 retries forever, as rxe reads it (uroce only; ibv_rc_pingpong always sets 7)")
 	fs.BoolVar(&o.stats, "stats", false, "print the QP's transport counters at the end (uroce only)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage:\n  pingpong [flags]         start a server and wait for connection\n  pingpong [flags] <host>  connect to server at <host>\n")
@@ -74,6 +76,8 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 		return o, fmt.Errorf("bad rx depth %d", o.rxDepth)
 	case o.port < 1 || o.port > 65535:
 		return o, fmt.Errorf("bad port %d", o.port)
+	case o.retry < 1 || o.retry > 7:
+		return o, fmt.Errorf("bad retry count %d (1 to 7)", o.retry)
 	}
 	switch o.mtu {
 	case 256, 512, 1024, 2048, 4096:
@@ -110,6 +114,9 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 	defer func() { err = errors.Join(err, d.Close()) }()
 
 	p, err := newPingPong(d, o.size, o.rxDepth)
+	if err == nil {
+		p.retryCnt = uint8(o.retry)
+	}
 	if err != nil {
 		return err
 	}

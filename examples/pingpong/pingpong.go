@@ -40,13 +40,17 @@ type pingPong struct {
 	// queues, so the loop reuses them and allocates nothing.
 	sendWR  verbs.SendWR
 	recvWRs []verbs.RecvWR
+
+	// retryCnt is the transport retry count: ibv_rc_pingpong's 7, which
+	// rxe (and uroce) read as retrying forever, unless -retry says less.
+	retryCnt uint8
 }
 
 // newPingPong creates the objects, moves the QP to INIT and posts depth
 // receives, all before the exchange: once our peer knows our QPN it may
 // send at any time.
 func newPingPong(d *verbs.Device, size, depth int) (*pingPong, error) {
-	p := &pingPong{size: size, depth: depth, pd: d.AllocPD()}
+	p := &pingPong{size: size, depth: depth, pd: d.AllocPD(), retryCnt: 7}
 	var err error
 	// Receives need local write; SENDs need no remote access at all.
 	p.mr, err = p.pd.RegMR(make([]byte, size*(1+depth)), verbs.AccessLocalWrite)
@@ -103,7 +107,7 @@ func (p *pingPong) connect(remote dest, myPSN uint32, mtu int) error {
 		Access:      verbs.AccessLocalWrite, // no remote access (ibv_rc_pingpong grants none)
 		PathMTU:     mtu,
 		Timeout:     14,
-		RetryCnt:    7,
+		RetryCnt:    p.retryCnt,
 		RNRRetry:    7,
 		MinRNRTimer: 12,
 		RdAtomic:    1,

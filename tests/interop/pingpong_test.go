@@ -90,6 +90,13 @@ func (r pingpongRun) run(t *testing.T, l *lab.Lab, g *lab.Guest, bin string) pin
 	defer cancel()
 	guestCmd := fmt.Sprintf("ibv_rc_pingpong -d rxe0 -g 1 -n %d -s %d", r.iters, r.size)
 	uroceArgs := []string{"-d", l.PeerLink.Name, "-n", strconv.Itoa(r.iters), "-s", strconv.Itoa(r.size), "-stats"}
+	if r.drop > 0 {
+		// With ibv_rc_pingpong's 7 (forever, as rxe reads it) a last
+		// SEND whose ACK was dropped after the guest left would retry
+		// until killed; 6 ends it in retry exceeded, which
+		// peerLeftEarly recognises and the caller runs again.
+		uroceArgs = append(uroceArgs, "-retry", "6")
+	}
 
 	res := pingpongResult{r: r}
 	before := counters(t, g)[0]
