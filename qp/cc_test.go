@@ -416,47 +416,16 @@ func TestPacing(t *testing.T) {
 // and each QP's timers in the engine's heap: the cost per message should
 // stay flat from 10 to 10 000 QPs, with no allocation.
 func BenchmarkCCManyQPs(b *testing.B) {
-	for _, n := range []int{10, 1000, 10000} {
-		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			p := newPair(b, pairConfig{mtu: 1024, retry: 7, rnrRetry: 7, mem: 4096, sendWR: 4, recvWR: 1})
-			p.a.e.CC = *dcqcnConfig(10 * cc.Gbps)
-			p.b.e.CC = p.a.e.CC
-			if err := p.a.qp.SetCC(p.now, nil); err != nil {
-				b.Fatal(err)
-			}
-			qa := []*QP{p.a.qp}
-			for i := 1; i < n; i++ {
-				x, err := p.a.e.CreateQP(QPConfig{PD: 1, SendCQ: p.a.scq, RecvCQ: p.a.rcq, MaxSendWR: 4, MaxRecvWR: 1})
-				if err != nil {
-					b.Fatal(err)
-				}
-				y, err := p.b.e.CreateQP(QPConfig{PD: 1, SendCQ: p.b.scq, RecvCQ: p.b.rcq, MaxSendWR: 4, MaxRecvWR: 1})
-				if err != nil {
-					b.Fatal(err)
-				}
-				sa, sb := &side{l: p.a.l, e: p.a.e, qp: x}, &side{l: p.b.l, e: p.b.e, qp: y}
-				cfg := pairConfig{mtu: 1024, retry: 7, rnrRetry: 7, timeout: 14, rdAtomic: 1}
-				p.connect(sa, sb, cfg, 0x100)
-				p.connect(sb, sa, cfg, 0x200)
-				// Every QP has had a CNP: its rate limiter and increase
-				// timer are live, as on a congested fabric.
-				x.e.now = p.now
-				x.e.ccCNP(x)
-				qa = append(qa, x)
-			}
-			wr := SendWR{Opcode: WRWrite, Flags: FlagSignaled, SGL: []SGE{p.a.sge(0, 64)}, RemoteAddr: memBase + 1024, RKey: p.b.mr.RKey}
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				if err := qa[i].PostSend(&wr); err != nil {
-					b.Fatal(err)
-				}
-				p.pump(p.a.scq, 1)
-				p.a.scq.Poll(p.a.wc[:1])
-				if i++; i == n {
-					i = 0
-				}
-			}
-		})
-	}
+	benchManyQPs(b, func(p *pair) {
+		p.a.e.CC = *dcqcnConfig(10 * cc.Gbps)
+		p.b.e.CC = p.a.e.CC
+		if err := p.a.qp.SetCC(p.now, nil); err != nil {
+			b.Fatal(err)
+		}
+	}, func(p *pair, x *QP) {
+		// Every QP has had a CNP: its rate limiter and increase timer
+		// are live, as on a congested fabric.
+		x.e.now = p.now
+		x.e.ccCNP(x)
+	})
 }
