@@ -112,52 +112,23 @@ func (s *session) exchange() error {
 	sizes := s.cfg.sizes()
 
 	// Setup up to the QPs at RTS and a barrier after it.
+	one := func() error { return hs(0) }
+	var setup []func() error
 	switch {
 	case !k.bw && k.verb != verbSend:
 		// write_lat, read_lat, atomic_lat: one handshake, one per QP,
 		// connect, one per QP, and "an additional handshake ... after
 		// moving qp to RTR".
-		if err := hs(0); err != nil {
-			return err
-		}
-		if err := perQP(); err != nil {
-			return err
-		}
-		if err := connect(); err != nil {
-			return err
-		}
-		if err := perQP(); err != nil {
-			return err
-		}
-		if err := hs(0); err != nil {
-			return err
-		}
+		setup = []func() error{one, perQP, connect, perQP, one}
 	case k.verb == verbSend:
 		// send_lat, send_bw: one per QP, connect, one, one per QP.
-		if err := perQP(); err != nil {
-			return err
-		}
-		if err := connect(); err != nil {
-			return err
-		}
-		if err := hs(0); err != nil {
-			return err
-		}
-		if err := perQP(); err != nil {
-			return err
-		}
+		setup = []func() error{perQP, connect, one, perQP}
 	default:
 		// write_bw, read_bw: one per QP, connect, one per QP, one.
-		if err := perQP(); err != nil {
-			return err
-		}
-		if err := connect(); err != nil {
-			return err
-		}
-		if err := perQP(); err != nil {
-			return err
-		}
-		if err := hs(0); err != nil {
+		setup = []func() error{perQP, connect, perQP, one}
+	}
+	for _, step := range setup {
+		if err := step(); err != nil {
 			return err
 		}
 	}
