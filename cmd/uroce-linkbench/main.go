@@ -26,18 +26,18 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"slices"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/uroce/uroce/internal/netns"
+	"github.com/uroce/uroce/internal/rawbench"
 	"github.com/uroce/uroce/pkg/link"
 	"github.com/uroce/uroce/pkg/link/afpacket"
 	"github.com/uroce/uroce/pkg/link/afxdp"
 	"github.com/uroce/uroce/pkg/link/linktest"
 	"github.com/uroce/uroce/pkg/link/udp"
-	"golang.org/x/sys/unix"
 )
 
 // backend opens a link on a veth end; it is called inside the end's
@@ -59,15 +59,15 @@ var backends = []backend{
 	}},
 }
 
-// floor measures a raw baseline for one size.
+// floor measures a raw baseline for one size (package rawbench).
 type floor struct {
 	name  string
-	bench func(va, vb netns.Veth, a, b netip.Addr, size int) (result, error)
+	bench func(cfg rawbench.Config, va, vb netns.Veth, a, b netip.Addr, size int) (rawbench.Result, error)
 }
 
 var floors = []floor{
-	{"raw-udp", rawBench},
-	{"raw-xdp", xdpBench},
+	{"raw-udp", rawbench.UDP},
+	{"raw-xdp", rawbench.XDP},
 }
 
 var (
@@ -81,33 +81,7 @@ var (
 
 var sizes = []int{64, 1024, 4096}
 
-type result struct {
-	min, p50, p99 time.Duration
-	pps, gbps     float64
-	// loss is the share of the packets sent in the measured blast that
-	// the receiver never got: a receiver starved of CPU while the sender
-	// runs shows here, not as a slow link.
-	loss float64
-}
-
-// median returns the result of median blast rate and, separately, the
-// round trips of median p50.
-func median(rs []result) result {
-	slices.SortFunc(rs, func(a, b result) int { return int(a.p50 - b.p50) })
-	m := rs[len(rs)/2]
-	slices.SortFunc(rs, func(a, b result) int {
-		switch {
-		case a.pps < b.pps:
-			return -1
-		case a.pps > b.pps:
-			return 1
-		}
-		return 0
-	})
-	t := rs[len(rs)/2]
-	m.pps, m.gbps, m.loss = t.pps, t.gbps, t.loss
-	return m
-}
+type result = rawbench.Result
 
 func main() {
 	flag.Parse()
@@ -148,8 +122,12 @@ func run() error {
 
 	fmt.Printf("%-9s %6s %9s %9s %9s %7s %11s %8s %6s %7s\n", "backend", "size", "rtt min", "rtt p50", "rtt p99", "p50/raw", "pkt/s", "Gbit/s", "loss", "tp/raw")
 	print := func(name string, size int, r, fl result) {
-		fmt.Printf("%-9s %6d %9s %9s %9s %7.2f %11.0f %8.3f %5.1f%% %7.2f\n", name, size, us(r.min), us(r.p50), us(r.p99),
-			float64(r.p50)/float64(fl.p50), r.pps, r.gbps, 100*r.loss, r.pps/fl.pps)
+		fmt.Printf("%-9s %6d %9s %9s %9s %7.2f %11.0f %8.3f %5.1f%% %7.2f\n", name, size, us(r.Min), us(r.P50), us(r.P99),
+			float64(r.P50)/float64(fl.P50), r.PPS, r.Gbps, 100*r.Loss, r.PPS/fl.PPS)
+	}
+	rcfg := rawbench.Config{Iters: *flagIters, Blast: *flagDur}
+	if *flagVerbose {
+		rcfg.Log = os.Stdout
 	}
 	flo := map[string]floor{}
 	for _, f := range floors {
@@ -168,7 +146,7 @@ func run() error {
 			var err error
 			for range *flagRounds {
 				var x result
-				if x, err = f.bench(va, vb, a, b, size); err != nil {
+				if x, err = f.bench(rcfg, va, vb, a, b, size); err != nil {
 					err = fmt.Errorf("%s: %w", f.name, err)
 					break
 				}
@@ -182,9 +160,9 @@ func run() error {
 				fmt.Printf("%-9s %6d error: %v\n", be.name, size, err)
 				continue
 			}
-			mf := median(rf)
+			mf := rawbench.Median(rf)
 			print(f.name, size, mf, mf)
-			print(be.name, size, median(rb), mf)
+			print(be.name, size, rawbench.Median(rb), mf)
 		}
 	}
 	return nil
@@ -195,30 +173,12 @@ func wanted(name string) bool { return *flagOnly == "" || *flagOnly == name }
 
 func us(d time.Duration) string { return fmt.Sprintf("%.1fus", float64(d)/1e3) }
 
-func percentiles(rtt []time.Duration) (time.Duration, time.Duration, time.Duration) {
-	slices.Sort(rtt)
-	return rtt[0], rtt[len(rtt)/2], rtt[len(rtt)*99/100]
-}
-
-// retryBusy runs open again while it fails with EBUSY: the kernel unbinds
-// a closed AF_XDP socket from its queue in deferred work, so the next
-// socket on that queue may find it busy for a moment.
-func retryBusy(open func() error) error {
-	for i := 0; ; i++ {
-		err := open()
-		if !errors.Is(err, unix.EBUSY) || i == 100 {
-			return err
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func openBoth(be backend, va, vb netns.Veth, a, b netip.Addr) (link.Link, link.Link, error) {
 	var la, lb link.Link
-	if err := retryBusy(func() error { return va.NS.Do(func() (err error) { la, err = be.open(va, a); return }) }); err != nil {
+	if err := rawbench.RetryBusy(func() error { return va.NS.Do(func() (err error) { la, err = be.open(va, a); return }) }); err != nil {
 		return nil, nil, err
 	}
-	if err := retryBusy(func() error { return vb.NS.Do(func() (err error) { lb, err = be.open(vb, b); return }) }); err != nil {
+	if err := rawbench.RetryBusy(func() error { return vb.NS.Do(func() (err error) { lb, err = be.open(vb, b); return }) }); err != nil {
 		la.Close()
 		return nil, nil, err
 	}
@@ -296,7 +256,7 @@ func linkBench(be backend, va, vb netns.Veth, a, b netip.Addr, size int) (result
 	if len(rtt) == 0 {
 		return r, fmt.Errorf("no round trip completed")
 	}
-	r.min, r.p50, r.p99 = percentiles(rtt)
+	r.Min, r.P50, r.P99 = rawbench.Percentiles(rtt)
 	// Drain echoes still in flight.
 	for n, _ := la.Recv(rx); n > 0; n, _ = la.Recv(rx) {
 		la.Release(rx[:n])
@@ -340,7 +300,7 @@ func linkBench(be backend, va, vb netns.Veth, a, b netip.Addr, size int) (result
 		}
 	}
 	blast(*flagDur / 5)
-	k0 := readKstats(vb)
+	k0 := rawbench.ReadKStats(vb)
 	tx0 := la.Stats().TxPackets
 	measuring.Store(true)
 	start := time.Now()
@@ -350,10 +310,10 @@ func linkBench(be backend, va, vb netns.Veth, a, b netip.Addr, size int) (result
 	sent := la.Stats().TxPackets - tx0
 	close(stop)
 	wg.Wait()
-	kd := readKstats(vb).sub(k0)
-	r.pps = float64(pkts.Load()) / el.Seconds()
-	r.gbps = float64(bytes.Load()) * 8 / el.Seconds() / 1e9
-	r.loss = lossOf(sent, pkts.Load())
+	kd := rawbench.ReadKStats(vb).Sub(k0)
+	r.PPS = float64(pkts.Load()) / el.Seconds()
+	r.Gbps = float64(bytes.Load()) * 8 / el.Seconds() / 1e9
+	r.Loss = rawbench.Loss(sent, pkts.Load())
 	if *flagVerbose {
 		fmt.Printf("    %s %d: sender %+v\n    receiver %+v\n    %v\n", be.name, size, la.Stats(), lb.Stats(), kd)
 	}
@@ -382,13 +342,4 @@ func resolve(x, y link.Link, dst netip.Addr) error {
 	return fmt.Errorf("%v: next hop never resolved", dst)
 }
 
-// lossOf is the share of sent that was not received (packets in flight at
-// the window's edges make it a little noisy around zero).
-func lossOf(sent, got uint64) float64 {
-	if sent == 0 || got >= sent {
-		return 0
-	}
-	return float64(sent-got) / float64(sent)
-}
-
-func numCPU() int { return runtimeNumCPU() }
+func numCPU() int { return runtime.NumCPU() }

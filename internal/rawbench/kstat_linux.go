@@ -1,4 +1,4 @@
-package main
+package rawbench
 
 import (
 	"bufio"
@@ -10,24 +10,26 @@ import (
 	"github.com/uroce/uroce/internal/netns"
 )
 
-// kstats are the kernel's drop counters that tell where a blast lost
+// KStats are the kernel's drop counters that tell where a blast lost
 // packets: the per-CPU input backlog (softnet_stat, host-wide: veth hands
 // frames to the peer through it) and the receiving namespace's UDP socket
 // queue (/proc/net/snmp RcvbufErrors).
-type kstats struct {
-	backlogDrops uint64
-	udpRcvbuf    uint64
-	udpIn        uint64
+type KStats struct {
+	BacklogDrops uint64
+	UDPRcvbuf    uint64
+	UDPIn        uint64
 }
 
-func readKstats(v netns.Veth) kstats {
-	var k kstats
+// ReadKStats reads the host-wide backlog drops and the UDP counters of
+// v's namespace.
+func ReadKStats(v netns.Veth) KStats {
+	var k KStats
 	if f, err := os.Open("/proc/net/softnet_stat"); err == nil {
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {
 			if fs := strings.Fields(sc.Text()); len(fs) > 1 {
 				n, _ := strconv.ParseUint(fs[1], 16, 64)
-				k.backlogDrops += n
+				k.BacklogDrops += n
 			}
 		}
 		f.Close()
@@ -53,9 +55,9 @@ func readKstats(v netns.Veth) kstats {
 				n, _ := strconv.ParseUint(x, 10, 64)
 				switch names[i] {
 				case "RcvbufErrors":
-					k.udpRcvbuf = n
+					k.UDPRcvbuf = n
 				case "InDatagrams":
-					k.udpIn = n
+					k.UDPIn = n
 				}
 			}
 		}
@@ -64,10 +66,11 @@ func readKstats(v netns.Veth) kstats {
 	return k
 }
 
-func (k kstats) sub(o kstats) kstats {
-	return kstats{k.backlogDrops - o.backlogDrops, k.udpRcvbuf - o.udpRcvbuf, k.udpIn - o.udpIn}
+// Sub returns the counts since o.
+func (k KStats) Sub(o KStats) KStats {
+	return KStats{k.BacklogDrops - o.BacklogDrops, k.UDPRcvbuf - o.UDPRcvbuf, k.UDPIn - o.UDPIn}
 }
 
-func (k kstats) String() string {
-	return fmt.Sprintf("kernel: backlog drops %d, receiver UDP in %d, UDP rcvbuf drops %d", k.backlogDrops, k.udpIn, k.udpRcvbuf)
+func (k KStats) String() string {
+	return fmt.Sprintf("kernel: backlog drops %d, receiver UDP in %d, UDP rcvbuf drops %d", k.BacklogDrops, k.UDPIn, k.UDPRcvbuf)
 }

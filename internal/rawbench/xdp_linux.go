@@ -1,4 +1,4 @@
-package main
+package rawbench
 
 import (
 	"fmt"
@@ -14,10 +14,10 @@ import (
 	"github.com/uroce/uroce/pkg/link/linktest"
 )
 
-// xdpFrame is a whole Ethernet/IPv4/UDP RoCE frame from va to vb carrying
-// a packet linktest.Fill makes, so the raw floor moves the same bytes as
-// the links.
-func xdpFrame(va, vb netns.Veth, a, b netip.Addr, size int) ([]byte, error) {
+// Frame is a whole Ethernet/IPv4/UDP RoCE frame from va (address a) to vb
+// (address b) carrying a packet linktest.Fill makes with size payload
+// bytes, so the AF_XDP floor moves the same bytes as the links.
+func Frame(va, vb netns.Veth, a, b netip.Addr, size int) ([]byte, error) {
 	p := &link.Packet{Buf: make([]byte, link.Headroom+size+64), Off: link.Headroom}
 	if err := linktest.Fill(p, 1, size, b); err != nil {
 		return nil, err
@@ -38,22 +38,25 @@ func xdpFrame(va, vb netns.Veth, a, b netip.Addr, size int) ([]byte, error) {
 
 func openRaw(v netns.Veth) (*afxdp.Raw, error) {
 	var r *afxdp.Raw
-	err := retryBusy(func() error {
+	err := RetryBusy(func() error {
 		return v.NS.Do(func() (err error) {
 			r, err = afxdp.OpenRaw(afxdp.RawConfig{Interface: v.Name, BusyPoll: true})
 			return err
 		})
 	})
-	return r, err
+	if err != nil {
+		return nil, fmt.Errorf("raw AF_XDP on %s: %w", v.Name, err)
+	}
+	return r, nil
 }
 
-// xdpBench is the afxdp link's floor: bare AF_XDP sockets on both ends,
-// the same XDP program, spinning on the rings as the link benchmark spins
-// on Recv (with busy-poll recvfrom), and no
-// per-packet work but moving descriptors. B echoes frames back unchanged
-// for the ping-pong and counts them for the blast.
-func xdpBench(va, vb netns.Veth, a, b netip.Addr, size int) (result, error) {
-	var r result
+// XDP measures the AF_XDP floor, the afxdp link's: bare AF_XDP sockets on
+// both ends, the same XDP program, spinning on the rings (with busy-poll
+// recvfrom) as the link spins in Wait, and no per-packet work but moving
+// descriptors. B echoes frames back unchanged for the ping-pong and counts
+// them for the blast.
+func XDP(cfg Config, va, vb netns.Veth, a, b netip.Addr, size int) (Result, error) {
+	var r Result
 	ra, err := openRaw(va)
 	if err != nil {
 		return r, err
@@ -64,7 +67,7 @@ func xdpBench(va, vb netns.Veth, a, b netip.Addr, size int) (result, error) {
 		return r, err
 	}
 	defer rb.Close()
-	frame, err := xdpFrame(va, vb, a, b, size)
+	frame, err := Frame(va, vb, a, b, size)
 	if err != nil {
 		return r, err
 	}
@@ -72,24 +75,30 @@ func xdpBench(va, vb netns.Veth, a, b netip.Addr, size int) (result, error) {
 		return r, err
 	}
 
-	var stop atomic.Bool
 	var wg sync.WaitGroup
-	wg.Go(func() { rb.Echo(&stop) })
-	warm := make([]time.Duration, 200)
-	rtt := make([]time.Duration, *flagIters)
-	err = ra.PingPong(warm)
-	if err == nil {
-		err = ra.PingPong(rtt)
+	if cfg.Iters > 0 {
+		var stop atomic.Bool
+		wg.Go(func() { rb.Echo(&stop) })
+		warm := make([]time.Duration, cfg.warm())
+		rtt := make([]time.Duration, cfg.Iters)
+		err = ra.PingPong(warm)
+		if err == nil {
+			err = ra.PingPong(rtt)
+		}
+		stop.Store(true)
+		wg.Wait()
+		if err != nil {
+			return r, fmt.Errorf("raw ping-pong: %w", err)
+		}
+		r.Min, r.P50, r.P99 = Percentiles(rtt)
 	}
-	stop.Store(true)
-	wg.Wait()
-	if err != nil {
-		return r, fmt.Errorf("raw ping-pong: %w", err)
+	if cfg.Blast <= 0 {
+		return r, nil
 	}
-	r.min, r.p50, r.p99 = percentiles(rtt)
 
-	// Blast: a warm-up, then the measured run; B's count is read only
-	// after its goroutine has stopped.
+	// A warm-up, then the measured run; B's count is read only after its
+	// goroutine has stopped.
+	const settle = 10 * time.Millisecond
 	run := func(d time.Duration) (sent, got uint64) {
 		var stopTx, stopRx atomic.Bool
 		before := rb.Received()
@@ -98,17 +107,17 @@ func xdpBench(va, vb netns.Veth, a, b netip.Addr, size int) (result, error) {
 		time.Sleep(d)
 		stopTx.Store(true)
 		// Let frames in flight land before the sink stops.
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(settle)
 		stopRx.Store(true)
 		wg.Wait()
 		return sent, rb.Received() - before
 	}
-	run(*flagDur / 5)
+	run(cfg.Blast / 5)
 	start := time.Now()
-	sent, n := run(*flagDur)
-	el := time.Since(start) - 10*time.Millisecond
-	r.pps = float64(n) / el.Seconds()
-	r.gbps = r.pps * float64(size+12+4) * 8 / 1e9
-	r.loss = lossOf(sent, n)
+	sent, n := run(cfg.Blast)
+	el := time.Since(start) - settle
+	r.PPS = float64(n) / el.Seconds()
+	r.Gbps = r.PPS * float64(wireLen(size)) * 8 / 1e9
+	r.Loss = Loss(sent, n)
 	return r, nil
 }

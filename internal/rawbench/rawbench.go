@@ -1,0 +1,97 @@
+package rawbench
+
+import (
+	"errors"
+	"io"
+	"slices"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Config says what to measure; a zero Iters skips the ping-pong and a zero
+// Blast skips the blast.
+type Config struct {
+	// Iters is the number of timed round trips (after Warm untimed ones).
+	Iters int
+	// Warm is the number of untimed round trips first (default 200).
+	Warm int
+	// Blast is how long the measured blast lasts (after a warm-up of a
+	// fifth of it).
+	Blast time.Duration
+	// Log, when set, receives the kernel's drop counters after each blast.
+	Log io.Writer
+}
+
+func (c Config) warm() int {
+	if c.Warm == 0 {
+		return 200
+	}
+	return c.Warm
+}
+
+// Result is one measurement. Without a ping-pong the round trips are zero;
+// without a blast the rates are.
+type Result struct {
+	Min, P50, P99 time.Duration
+	PPS, Gbps     float64
+	// Loss is the share of the packets sent in the measured blast that
+	// the receiver never got: a receiver starved of CPU while the sender
+	// runs shows here, not as a slow link.
+	Loss float64
+}
+
+// Median returns the result of median round trip (min, p50, p99 from the
+// same run) with the rates of the run of median packet rate.
+func Median(rs []Result) Result {
+	rs = slices.Clone(rs)
+	slices.SortFunc(rs, func(a, b Result) int { return int(a.P50 - b.P50) })
+	m := rs[len(rs)/2]
+	slices.SortFunc(rs, func(a, b Result) int {
+		switch {
+		case a.PPS < b.PPS:
+			return -1
+		case a.PPS > b.PPS:
+			return 1
+		}
+		return 0
+	})
+	t := rs[len(rs)/2]
+	m.PPS, m.Gbps, m.Loss = t.PPS, t.Gbps, t.Loss
+	return m
+}
+
+// Percentiles sorts rtt and returns its min, median and 99th percentile.
+func Percentiles(rtt []time.Duration) (min, p50, p99 time.Duration) {
+	slices.Sort(rtt)
+	return rtt[0], rtt[len(rtt)/2], rtt[len(rtt)*99/100]
+}
+
+// Loss is the share of sent that was not received (packets in flight at
+// the window's edges make it a little noisy around zero).
+func Loss(sent, got uint64) float64 {
+	if sent == 0 || got >= sent {
+		return 0
+	}
+	return float64(sent-got) / float64(sent)
+}
+
+// RetryBusy runs open again while it fails with EBUSY: the kernel unbinds
+// a closed AF_XDP socket from its queue in deferred work, so the next
+// socket on that queue may find it busy for a moment.
+func RetryBusy(open func() error) error {
+	for i := 0; ; i++ {
+		err := open()
+		if !errors.Is(err, unix.EBUSY) || i == 100 {
+			return err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// wireLen is the UDP payload of a RoCE packet with size payload bytes and
+// no extension headers: BTH and ICRC around it.
+func wireLen(size int) int { return size + 12 + 4 }
+
+// ErrNoReply is returned when no round trip of a ping-pong completed.
+var ErrNoReply = errors.New("no round trip completed")
