@@ -1,0 +1,46 @@
+// Package rdmacm connects RC queue pairs the way librdmacm does: with the
+// InfiniBand communication manager's REQ, REP and RTU sent as MADs to QP1,
+// so a uroce program can connect to, and accept connections from,
+// unmodified rdma_cm programs (rping, ucmatose, perftest -R) on rxe or
+// ConnectX hosts.
+//
+// One CM per device drives a cm.Manager (the state machines) from one
+// goroutine: it feeds it the MADs the device's GSI QP receives, runs its
+// timers, sends what it sends as UD SENDs from QP1 to the peer's QP1
+// (Q_Key 0x80010000, P_Key 0xffff) and moves the connections' QPs through
+// RTR and RTS with the negotiated attributes.
+//
+//	m, _ := rdmacm.Open(dev, rdmacm.Config{})
+//	defer m.Close()
+//
+//	// Active side (rdma_resolve_addr, rdma_connect):
+//	c, err := m.Dial(ctx, netip.MustParseAddrPort("10.0.0.1:7174"), qp, &rdmacm.Params{PrivateData: hello})
+//	// c.QP() is in RTS; post RC work requests on it.
+//
+//	// Passive side (rdma_listen, rdma_get_request, rdma_accept):
+//	l, _ := m.Listen(7174)
+//	req, _ := l.Accept(ctx)
+//	c, err := req.Accept(ctx, qp, &rdmacm.Params{PrivateData: welcome})
+//	// or req.Reject(reason)
+//
+//	c.Disconnect()   // rdma_disconnect: DREQ, QP to error
+//	<-c.Done()       // disconnected (either side)
+//
+// The QP passed to Dial or Accept is one the caller created on the same
+// device (rdma_create_qp), in RESET or INIT; rdmacm takes it to INIT with
+// the access rights of Params, then the CM takes it to RTR and RTS. After
+// that it is an ordinary verbs QP: post SENDs, WRITEs and READs on it.
+//
+// Errors: a REJ is a *RejectError (errors.Is ErrRejected, and ErrRefused
+// when nobody listens on the port); a peer that never answers the CM's
+// retries is ErrUnreachable; a cancelled or expired context returns the
+// context's error wrapped with ErrCanceled or ErrTimeout.
+//
+// Private data follows rdma_cm's limits on IB and RoCE: 56 bytes in the
+// REQ (the rest of its 92 is rdma_cm's IP header, mad.CMAHeader), 196 in
+// the REP, 148 in a REJ.
+//
+// Not here: the first data packet standing in for a lost RTU (the passive
+// side waits for the RTU, which the REP's retries bring again), UD port
+// spaces (SIDR), address resolution beyond "the GID is the IP address".
+package rdmacm
