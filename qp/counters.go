@@ -35,6 +35,9 @@ type Counters struct {
 	// CompleterRetries counts go-back-N retries the completer started
 	// and paid for with a retry (rxe's completer_retry_err).
 	CompleterRetries uint64
+	// BadQKey counts datagrams dropped for a Q_Key that is not the
+	// QP's (IBA 10.2.5; the port's Q_Key violation counter).
+	BadQKey uint64
 }
 
 // EngineCounters are a device's counters.

@@ -2,6 +2,7 @@ package qp
 
 import (
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/uroce/uroce/bth"
@@ -65,6 +66,23 @@ type Engine struct {
 	// PacerBurst is each paced QP's token bucket depth in bytes; 0 means
 	// DefaultPacerBurst. It applies to QPs created after it is set.
 	PacerBurst int
+	// PortMTU is the port's active MTU in bytes, the largest datagram a
+	// UD or GSI QP sends; 0 means 1024 (rxe's on 1500-byte Ethernet). It
+	// applies to QPs created after it is set.
+	PortMTU int
+	// Addr is the port's own address, written as the destination into
+	// the GRH of a received datagram when the link does not report it.
+	Addr netip.Addr
+	// gsi is QP1, if created.
+	gsi *QP
+	grh [GRHLen]byte
+}
+
+func (e *Engine) portMTU() int {
+	if e.PortMTU == 0 {
+		return 1024
+	}
+	return e.PortMTU
 }
 
 // NewEngine returns an engine that sends through port.
@@ -73,11 +91,24 @@ func NewEngine(port Port) *Engine {
 }
 
 // CreateQP makes a QP in the RESET state. It returns ErrBadAttr for a
-// missing CQ or a zero capacity, ErrTooManyQPs when no QPN is free, and an
-// error wrapping cc.ErrUnknownKind or cc.ErrBadParams for a bad cfg.CC.
+// missing CQ, a zero capacity or an unknown type, ErrBusy for a second GSI
+// QP, ErrTooManyQPs when no QPN is free, and an error wrapping
+// cc.ErrUnknownKind or cc.ErrBadParams for a bad cfg.CC. A GSI QP is QP1;
+// the others are numbered from FirstQPN.
 func (e *Engine) CreateQP(cfg QPConfig) (*QP, error) {
 	if cfg.SendCQ == nil || cfg.RecvCQ == nil || cfg.MaxSendWR < 1 || cfg.MaxRecvWR < 0 || cfg.MaxInline < 0 {
 		return nil, fmt.Errorf("create QP: %w: CQs and a send queue are required", ErrBadAttr)
+	}
+	switch cfg.Type {
+	case 0:
+		cfg.Type = QPTypeRC
+	case QPTypeRC, QPTypeUD:
+	case QPTypeGSI:
+		if e.gsi != nil {
+			return nil, fmt.Errorf("create QP: %w: the GSI QP exists", ErrBusy)
+		}
+	default:
+		return nil, fmt.Errorf("create QP: %w: type %d", ErrBadAttr, cfg.Type)
 	}
 	if cfg.MaxSendSGE <= 0 {
 		cfg.MaxSendSGE = 1
@@ -90,7 +121,9 @@ func (e *Engine) CreateQP(cfg QPConfig) (*QP, error) {
 		return nil, fmt.Errorf("create QP: %w", err)
 	}
 	var idx uint32
-	if n := len(e.freeQPN); n > 0 {
+	if cfg.Type == QPTypeGSI {
+		q.qpn = GSIQPN
+	} else if n := len(e.freeQPN); n > 0 {
 		idx = e.freeQPN[n-1]
 		e.freeQPN = e.freeQPN[:n-1]
 	} else {
@@ -100,7 +133,9 @@ func (e *Engine) CreateQP(cfg QPConfig) (*QP, error) {
 		idx = uint32(len(e.qps))
 		e.qps = append(e.qps, nil)
 	}
-	q.qpn = FirstQPN + idx
+	if q.qpn == 0 {
+		q.qpn = FirstQPN + idx
+	}
 	q.retrans = timer{idx: -1, qp: q, kind: timerRetrans}
 	q.rnr = timer{idx: -1, qp: q, kind: timerRNR}
 	ss := ringSize(cfg.MaxSendWR)
@@ -120,9 +155,14 @@ func (e *Engine) CreateQP(cfg QPConfig) (*QP, error) {
 	}
 	q.resp.opcode = opNone
 	q.comp.opcode = opNone
+	q.initType()
 	cfg.SendCQ.refs++
 	cfg.RecvCQ.refs++
-	e.qps[idx] = q
+	if q.qpn == GSIQPN {
+		e.gsi = q
+	} else {
+		e.qps[idx] = q
+	}
 	return q, nil
 }
 
@@ -130,8 +170,7 @@ func (e *Engine) CreateQP(cfg QPConfig) (*QP, error) {
 // as ibv_destroy_qp's do. It returns ErrNoQP for a QP of another engine or
 // one already destroyed.
 func (e *Engine) DestroyQP(q *QP) error {
-	idx := q.qpn - FirstQPN
-	if q.e != e || int(idx) >= len(e.qps) || e.qps[idx] != q {
+	if q.e != e || e.QP(q.qpn) != q {
 		return fmt.Errorf("destroy QP %d: %w", q.qpn, ErrNoQP)
 	}
 	e.stopTimer(&q.retrans)
@@ -141,6 +180,11 @@ func (e *Engine) DestroyQP(q *QP) error {
 	q.state = StateReset
 	q.cfg.SendCQ.refs--
 	q.cfg.RecvCQ.refs--
+	if q.qpn == GSIQPN {
+		e.gsi = nil
+		return nil
+	}
+	idx := q.qpn - FirstQPN
 	e.qps[idx] = nil
 	e.freeQPN = append(e.freeQPN, idx)
 	// A QP on the ready list is skipped there: its state is RESET.
@@ -150,6 +194,9 @@ func (e *Engine) DestroyQP(q *QP) error {
 // AppendQPs appends every live QP to dst, in QPN order, and returns it:
 // for counters and metrics that walk a device's QPs.
 func (e *Engine) AppendQPs(dst []*QP) []*QP {
+	if e.gsi != nil {
+		dst = append(dst, e.gsi)
+	}
 	for _, q := range e.qps {
 		if q != nil {
 			dst = append(dst, q)
@@ -163,6 +210,9 @@ func (e *Engine) CQInUse(c *CQ) bool { return c.refs > 0 }
 
 // QP returns the QP with this number, or nil.
 func (e *Engine) QP(qpn uint32) *QP {
+	if qpn == GSIQPN {
+		return e.gsi
+	}
 	idx := qpn - FirstQPN
 	if qpn < FirstQPN || int(idx) >= len(e.qps) {
 		return nil
@@ -210,7 +260,8 @@ func (e *Engine) receiveOne(lp *link.Packet) {
 		}
 		return
 	}
-	if p.Opcode().Service() != bth.ServiceRC {
+	svc := p.Opcode().Service()
+	if svc != bth.ServiceRC && svc != bth.ServiceUD {
 		e.Counters.BadPacket++
 		return
 	}
@@ -218,6 +269,12 @@ func (e *Engine) receiveOne(lp *link.Packet) {
 	q := e.QP(h.DestQP())
 	if q == nil {
 		e.Counters.NoQP++
+		return
+	}
+	if (svc == bth.ServiceUD) != (q.cfg.Type != QPTypeRC) {
+		// The opcode is not of the QP's service (rxe's
+		// check_type_state).
+		q.Counters.Dropped++
 		return
 	}
 	// IBA 10.9.3: the low 15 bits must match and one side must be a full
@@ -228,6 +285,10 @@ func (e *Engine) receiveOne(lp *link.Packet) {
 	}
 	q.Counters.RxPackets++
 	q.Counters.RxBytes += uint64(len(p.Payload()))
+	if svc == bth.ServiceUD {
+		e.receiveDatagram(q, p, lp)
+		return
+	}
 	if lp.CE() {
 		e.ccCE(q)
 	}
@@ -320,7 +381,9 @@ func (e *Engine) newPacket(q *QP, bf *bth.BTHFields, payloadLen int, response bo
 	}
 	bf.PadCnt = uint8(-payloadLen & 3)
 	bf.PKey = q.pkey
-	bf.DestQP = q.attr.DestQPN
+	if q.cfg.Type == QPTypeRC {
+		bf.DestQP = q.attr.DestQPN // a datagram's is its WR's
+	}
 	hl := e.pf.EncodeHeaders(b, bf)
 	clear(b[hl+payloadLen : n])
 	lp.Len = n
@@ -357,7 +420,11 @@ func (e *Engine) flush() {
 // Stats returns the engine's counters with every live QP's added in.
 func (e *Engine) Stats() EngineCounters {
 	s := e.Counters
-	for _, q := range e.qps {
+	qps := e.qps
+	if e.gsi != nil {
+		qps = append([]*QP{e.gsi}, e.qps...)
+	}
+	for _, q := range qps {
 		if q == nil {
 			continue
 		}
@@ -383,6 +450,7 @@ func (e *Engine) Stats() EngineCounters {
 		t.RetryExcErrs += c.RetryExcErrs
 		t.RNRRetryExcErrs += c.RNRRetryExcErrs
 		t.CompleterRetries += c.CompleterRetries
+		t.BadQKey += c.BadQKey
 		s.CC.Add(q.cc.alg.Stats(e.now).Counters)
 	}
 	return s

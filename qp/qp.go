@@ -8,8 +8,10 @@ import (
 	"github.com/uroce/uroce/cc"
 )
 
-// QPConfig holds the capacities of a new QP (ibv_qp_init_attr).
+// QPConfig holds the type and capacities of a new QP (ibv_qp_init_attr).
 type QPConfig struct {
+	// Type is the transport service; zero means QPTypeRC.
+	Type           QPType
 	PD             uint32
 	SendCQ, RecvCQ *CQ
 	MaxSendWR      int
@@ -48,6 +50,7 @@ type sendWQE struct {
 	offset      uint32
 	validated   bool
 	hasRdAtomic bool
+	ah          AH // a UD WQE's address, copied from wr.AH
 }
 
 type recvWQE struct {
@@ -83,8 +86,9 @@ func ringSize(n int) int {
 	return size
 }
 
-// QP is a reliable-connected queue pair. Its methods must be called by the
-// engine's owner, like the Engine's.
+// QP is a queue pair: reliable-connected, unreliable datagram or the GSI
+// QP (QP1). Its methods must be called by the engine's owner, like the
+// Engine's.
 type QP struct {
 	e       *Engine
 	qpn     uint32
@@ -121,7 +125,9 @@ func (q *QP) Config() QPConfig { return q.cfg }
 
 // PostSend queues a send work request. It returns ErrBadState unless the QP
 // is in RTS, SQD, SQE or ERR (where the WR completes flushed), ErrQueueFull
-// when MaxSendWR WRs are outstanding, and ErrBadWR for a malformed WR.
+// when MaxSendWR WRs are outstanding, and ErrBadWR for a malformed WR (on
+// a UD or GSI QP also: an opcode other than SEND, no AH or destination, a
+// remote QPN over 24 bits).
 func (q *QP) PostSend(wr *SendWR) error {
 	if !q.state.CanPostSend() {
 		return fmt.Errorf("post send on QP %d: %w: %s", q.qpn, ErrBadState, q.state)
@@ -140,11 +146,19 @@ func (q *QP) PostSend(wr *SendWR) error {
 	if inline && (wr.Opcode.isReadAtomic() || len(wr.InlineData) > q.cfg.MaxInline) {
 		return fmt.Errorf("post send: %w: inline data of %d bytes (max %d) on %s", ErrBadWR, len(wr.InlineData), q.cfg.MaxInline, wr.Opcode)
 	}
+	if q.cfg.Type != QPTypeRC {
+		if err := checkUDWR(wr); err != nil {
+			return err
+		}
+	}
 	w := s.at(s.tail)
 	// Field by field, not *wr: copying the slices' headers into the ring
 	// would make every caller's SGL escape to the heap.
 	w.wr = SendWR{ID: wr.ID, Opcode: wr.Opcode, Flags: wr.Flags, Imm: wr.Imm, RemoteAddr: wr.RemoteAddr,
-		RKey: wr.RKey, CompareAdd: wr.CompareAdd, Swap: wr.Swap}
+		RKey: wr.RKey, CompareAdd: wr.CompareAdd, Swap: wr.Swap, RemoteQPN: wr.RemoteQPN, RemoteQKey: wr.RemoteQKey}
+	if q.cfg.Type != QPTypeRC {
+		w.ah = *wr.AH
+	}
 	if q.cfg.SignalAll {
 		w.wr.Flags |= FlagSignaled
 	}
@@ -214,7 +228,7 @@ func (q *QP) PostRecv(wr *RecvWR) error {
 // not allow, ErrMissingAttr for a required attribute missing, ErrBadAttr
 // for a value out of range.
 func (q *QP) Modify(now time.Time, a *Attr, mask AttrMask) error {
-	if err := checkModify(q.state, a, mask); err != nil {
+	if err := checkModify(q.cfg.Type, q.state, a, mask); err != nil {
 		return fmt.Errorf("modify QP %d: %w", q.qpn, err)
 	}
 	next := q.state
@@ -223,6 +237,9 @@ func (q *QP) Modify(now time.Time, a *Attr, mask AttrMask) error {
 	}
 	if mask&AttrAccessFlags != 0 {
 		q.attr.AccessFlags = a.AccessFlags
+	}
+	if mask&AttrQKey != 0 && q.cfg.Type == QPTypeUD {
+		q.attr.QKey = a.QKey
 	}
 	if mask&AttrAV != 0 {
 		q.attr.DestAddr, q.attr.HopLimit, q.attr.TrafficClass = a.DestAddr, a.HopLimit, a.TrafficClass
@@ -308,6 +325,35 @@ func (q *QP) reset() {
 	q.comp.opcode = opNone
 	q.attr = Attr{}
 	q.pkey, q.mtu = 0, 0
+	q.initType()
+}
+
+// initType sets what a UD or GSI QP has from creation on: the port MTU as
+// its message limit, rxe's UDP source port for its QPN
+// (rxe_qp_init_req), and for GSI the fixed Q_Key.
+func (q *QP) initType() {
+	if q.cfg.Type == QPTypeRC {
+		return
+	}
+	q.mtu = q.e.portMTU()
+	q.sport = bth.SrcPortForQPN(q.qpn)
+	if q.cfg.Type == QPTypeGSI {
+		q.attr.QKey = GSIQKey
+	}
+}
+
+// checkUDWR checks what a datagram's WR must carry.
+func checkUDWR(wr *SendWR) error {
+	if !wr.Opcode.isSend() {
+		return fmt.Errorf("post send: %w: %s on a datagram QP", ErrBadWR, wr.Opcode)
+	}
+	if wr.AH == nil || !wr.AH.DGID.IsValid() {
+		return fmt.Errorf("post send: %w: datagram without an address handle", ErrBadWR)
+	}
+	if wr.RemoteQPN > bth.QPNMask {
+		return fmt.Errorf("post send: %w: remote QPN %#x", ErrBadWR, wr.RemoteQPN)
+	}
+	return nil
 }
 
 // toError moves the QP to ERR and flushes every outstanding WR (IBA

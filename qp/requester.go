@@ -34,6 +34,9 @@ func (e *Engine) runRequester(q *QP, budget int) bool {
 	if !q.state.sends() {
 		return false
 	}
+	if q.cfg.Type != QPTypeRC {
+		return e.runUDRequester(q, budget)
+	}
 	if q.req.needRetry && !q.req.waitRNR {
 		q.retry()
 	}

@@ -52,6 +52,7 @@ const (
 	AttrAccessFlags     AttrMask = 1 << 3
 	AttrPKeyIndex       AttrMask = 1 << 4
 	AttrPort            AttrMask = 1 << 5
+	AttrQKey            AttrMask = 1 << 6
 	AttrAV              AttrMask = 1 << 7
 	AttrPathMTU         AttrMask = 1 << 8
 	AttrTimeout         AttrMask = 1 << 9
@@ -95,6 +96,10 @@ type Attr struct {
 	MinRNRTimer     uint8
 	MaxRdAtomic     uint8 // outstanding READ/atomic this QP sends
 	MaxDestRdAtomic uint8 // outstanding READ/atomic this QP answers
+	// QKey is a UD QP's Q_Key: received datagrams must carry it (IBA
+	// 10.2.5), and a send WR whose RemoteQKey has the high bit set sends
+	// it instead. A GSI QP's is always GSIQKey.
+	QKey uint32
 }
 
 // The attributes each transition of an RC QP requires and allows (IBA
@@ -120,10 +125,26 @@ var rcTransitions = map[[2]QPState]transition{
 	{StateSQE, StateRTS}: {opt: AttrAccessFlags},
 }
 
+// The attributes of a UD (and GSI) QP's transitions (IBA 11.2.4.2;
+// rdma-core's qp_state_table for IBV_QPT_UD): a Q_Key from INIT on, the
+// send PSN at RTS, no address vector or path (each WR names its own).
+var udTransitions = map[[2]QPState]transition{
+	{StateReset, StateInit}: {req: AttrPKeyIndex | AttrPort | AttrQKey},
+	{StateInit, StateInit}:  {opt: AttrPKeyIndex | AttrPort | AttrQKey},
+	{StateInit, StateRTR}:   {opt: AttrPKeyIndex | AttrQKey},
+	{StateRTR, StateRTS}:    {req: AttrSQPSN, opt: AttrQKey},
+	{StateRTS, StateRTS}:    {opt: AttrQKey},
+	{StateRTS, StateSQD}:    {},
+	{StateSQD, StateRTS}:    {opt: AttrQKey},
+	{StateSQD, StateSQD}:    {opt: AttrPKeyIndex | AttrQKey},
+	{StateSQE, StateRTS}:    {opt: AttrQKey},
+}
+
 // checkModify validates a transition and its attributes (ib_modify_qp_is_ok
-// and rxe_qp_chk_attr). PKeyIndex and Port are implied for this one-port,
-// one-P_Key device, so their absence is not an error.
-func checkModify(cur QPState, a *Attr, mask AttrMask) error {
+// and rxe_qp_chk_attr) for a QP of type t. PKeyIndex and Port are implied
+// for this one-port, one-P_Key device, so their absence is not an error;
+// so is a GSI QP's Q_Key, which is fixed.
+func checkModify(t QPType, cur QPState, a *Attr, mask AttrMask) error {
 	next := cur
 	if mask&AttrState != 0 {
 		next = a.State
@@ -132,13 +153,20 @@ func checkModify(cur QPState, a *Attr, mask AttrMask) error {
 		return fmt.Errorf("%w: state %d", ErrBadAttr, next)
 	}
 	implied := AttrPKeyIndex | AttrPort | AttrState
+	table := rcTransitions
+	if t != QPTypeRC {
+		table = udTransitions
+	}
+	if t == QPTypeGSI {
+		implied |= AttrQKey
+	}
 	if next == StateReset || next == StateErr {
 		if mask&^implied != 0 {
 			return fmt.Errorf("%w: %s to %s takes no attributes", ErrBadAttr, cur, next)
 		}
 		return nil
 	}
-	tr, ok := rcTransitions[[2]QPState{cur, next}]
+	tr, ok := table[[2]QPState{cur, next}]
 	if !ok {
 		return fmt.Errorf("%w: %s to %s", ErrBadTransition, cur, next)
 	}

@@ -1,5 +1,7 @@
 package qp
 
+import "net/netip"
+
 // SGE is one scatter/gather element (ibv_sge): Length bytes at virtual
 // address Addr of the region whose local key is LKey.
 type SGE struct {
@@ -70,6 +72,13 @@ type SendWR struct {
 	// InlineData, when FlagInline is set, is the payload itself (the
 	// Go form of inline SGEs); it is copied at post time.
 	InlineData []byte
+	// AH, RemoteQPN and RemoteQKey address a UD or GSI QP's datagram
+	// (rdma-core's wr.ud); the AH is copied at post time. A RemoteQKey
+	// with its high bit set means the sending QP's own Q_Key (IBA 10.2.5,
+	// the controlled Q_Key rule). RC QPs ignore them.
+	AH         *AH
+	RemoteQPN  uint32
+	RemoteQKey uint32
 }
 
 // RecvWR is a receive work request (ibv_recv_wr).
@@ -177,11 +186,18 @@ type WCFlags uint8
 
 // Completion flags.
 const (
+	// WCGRH: the first 40 bytes of the receive buffer hold the
+	// datagram's GRH (UD and GSI receives, always on RoCEv2).
+	WCGRH     WCFlags = 1 << 0
 	WCWithImm WCFlags = 1 << 1
 )
 
 // Completion is a work completion (ibv_wc). Imm is in host order as the
-// sender posted it.
+// sender posted it. SrcQP is the sending QP: the peer of an RC QP, the
+// DETH's source QP of a datagram. SrcGID is set on UD and GSI receives
+// only: the sender's IP address (its RoCEv2 GID; IPv4 in its 4-byte form),
+// ready to be an AH's DGID for an answer; the GRH at the front of the
+// buffer carries the same.
 type Completion struct {
 	WRID    uint64
 	Status  WCStatus
@@ -191,4 +207,5 @@ type Completion struct {
 	Imm     uint32
 	QPN     uint32
 	SrcQP   uint32
+	SrcGID  netip.Addr
 }
