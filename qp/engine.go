@@ -8,6 +8,7 @@ import (
 	"github.com/uroce/uroce/bth"
 	"github.com/uroce/uroce/cc"
 	"github.com/uroce/uroce/cc/cnp"
+	"github.com/uroce/uroce/pkg/hist"
 	"github.com/uroce/uroce/pkg/link"
 )
 
@@ -53,6 +54,11 @@ type Engine struct {
 	now     time.Time
 	// Counters holds the engine's own counters; Stats adds the QPs'.
 	Counters EngineCounters
+	// OnStateChange, if set, is called after a QP changes state (see
+	// StateChange), by the engine's owner: for logging, off the data path.
+	OnStateChange func(*StateChange)
+	// retiredLat holds the latency of destroyed QPs, for Latency.
+	retiredLat hist.Histogram
 	// TOS, when set, gives the TOS byte of a QP's packets: the hook for
 	// congestion control to mark data ECT(0). By default it is the QP's
 	// traffic class.
@@ -177,6 +183,7 @@ func (e *Engine) DestroyQP(q *QP) error {
 	e.stopTimer(&q.rnr)
 	e.stopTimer(&q.cc.timer)
 	e.stopTimer(&q.cc.pace)
+	e.retireLatency(q)
 	q.state = StateReset
 	q.cfg.SendCQ.refs--
 	q.cfg.RecvCQ.refs--

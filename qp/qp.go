@@ -6,6 +6,7 @@ import (
 
 	"github.com/uroce/uroce/bth"
 	"github.com/uroce/uroce/cc"
+	"github.com/uroce/uroce/pkg/hist"
 )
 
 // QPConfig holds the type and capacities of a new QP (ibv_qp_init_attr).
@@ -42,6 +43,7 @@ type sendWQE struct {
 	inline   []byte
 	length   uint32
 	state    wqeState
+	posted   time.Time // the engine's time at PostSend, for Latency
 	status   WCStatus
 	firstPSN bth.PSN
 	lastPSN  bth.PSN
@@ -107,6 +109,7 @@ type QP struct {
 	rnr     timer
 	cc      *ccState
 	queued  bool
+	lat     hist.Histogram // completion latency of signaled send WRs
 	// Counters count this QP's traffic and events.
 	Counters Counters
 }
@@ -179,6 +182,7 @@ func (q *QP) PostSend(wr *SendWR) error {
 	}
 	w.length = uint32(length)
 	w.state, w.status = wqePosted, WCSuccess
+	w.posted = q.e.now
 	w.offset, w.validated, w.hasRdAtomic = 0, false, false
 	s.tail++
 	q.Counters.PostedSends++
@@ -295,6 +299,7 @@ func (q *QP) Modify(now time.Time, a *Attr, mask AttrMask) error {
 	}
 	prev := q.state
 	q.state = next
+	q.e.stateChanged(q, prev, next, true)
 	switch {
 	case next == StateReset && prev != StateReset:
 		q.reset()
@@ -359,6 +364,7 @@ func checkUDWR(wr *SendWR) error {
 // toError moves the QP to ERR and flushes every outstanding WR (IBA
 // 10.3.1: all WRs complete with a flush error).
 func (q *QP) toError(now time.Time) {
+	q.e.stateChanged(q, q.state, StateErr, false)
 	q.state = StateErr
 	q.resp.rdRes = nil
 	q.e.stopTimer(&q.retrans)
@@ -415,6 +421,7 @@ func (q *QP) completeSend(w *sendWQE) {
 		q.cfg.SendCQ.push(&wc)
 	}
 	if w.status == WCSuccess {
+		q.recordLatency(w)
 		q.Counters.CompletedSends++
 	}
 	if q.sq.next == q.sq.head {

@@ -1,0 +1,52 @@
+package qp
+
+import (
+	"time"
+
+	"github.com/uroce/uroce/pkg/hist"
+)
+
+// Completion latency: each send WQE carries the engine's time at PostSend,
+// and a signaled WR that completes successfully records the time from then
+// to its completion in its QP's histogram (two atomic adds, no allocation,
+// no lock: a metrics reader snapshots it from any goroutine). Unsignaled
+// WRs are not recorded, as they have no completion to measure to; failed
+// and flushed ones neither, since their time says nothing about the path.
+
+// SetNow advances the engine's time without running anything, so that the
+// WRs posted next carry it as their post time. A caller that posts between
+// Process calls (package verbs) sets it first; Receive and Process set it
+// themselves.
+func (e *Engine) SetNow(now time.Time) { e.now = now }
+
+// recordLatency counts a successful WQE's completion latency if it is
+// signaled; the caller owns the engine, whose now is the completion time.
+func (q *QP) recordLatency(w *sendWQE) {
+	if w.wr.Flags&FlagSignaled != 0 {
+		q.lat.RecordDuration(q.e.now.Sub(w.posted))
+	}
+}
+
+// Latency copies the completion latency of the QP's signaled send WRs,
+// in nanoseconds, into s. Unlike the QP's other methods it is safe from
+// any goroutine, at any time, even while the engine runs.
+func (q *QP) Latency(s *hist.Snapshot) { q.lat.Snapshot(s) }
+
+// Latency copies the completion latency of every signaled send WR the
+// engine completed, over its live QPs and those destroyed, into s. The
+// caller owns the engine.
+func (e *Engine) Latency(s *hist.Snapshot) {
+	e.retiredLat.Snapshot(s)
+	var one hist.Snapshot
+	for _, q := range e.AppendQPs(nil) {
+		q.lat.Snapshot(&one)
+		s.Merge(&one)
+	}
+}
+
+// retireLatency keeps a destroyed QP's latencies in the engine's.
+func (e *Engine) retireLatency(q *QP) {
+	var s hist.Snapshot
+	q.lat.Snapshot(&s)
+	e.retiredLat.Add(&s)
+}
