@@ -1,6 +1,7 @@
-// Package qp is the reliable-connected (RC) transport engine: the
-// InfiniBand transport of IBA chapter 9 as Linux Soft-RoCE (rdma_rxe) and
-// ConnectX implement it, written as pure logic.
+// Package qp is the transport engine: the InfiniBand transport of IBA
+// chapter 9 for reliable-connected (RC), unreliable datagram (UD) and GSI
+// queue pairs, as Linux Soft-RoCE (rdma_rxe) and ConnectX implement it,
+// written as pure logic.
 //
 // Nothing here does I/O or reads a clock. The caller (package verbs, a test,
 // the simulator) hands the Engine received packets and the current time, and
@@ -32,6 +33,13 @@
 // the peer's QP (at most one per min_time_between_cnps); a CNP, an ACK with
 // its RTT sample, or a go-back-N is reported to the algorithm, whose new
 // rate the pacer takes at once.
+//
+// UD and GSI QPs (ud.go; QPConfig.Type) share the queues, the WQE rings and
+// the completion path, not the three machines: a datagram is one SEND Only
+// packet with a DETH, addressed by its WR's AH, completed as it leaves; a
+// received one is checked against the QP's Q_Key and lands behind the
+// 40-byte GRH area of the next receive WQE, or is dropped and counted. The
+// GSI QP is QP1, steered to by DestQP 1, with the fixed Q_Key 0x80010000.
 //
 // Registered memory (MR) is a Go byte slice at a virtual address the caller
 // chooses; the responder only ever copies inside [Addr, Addr+len) of an MR

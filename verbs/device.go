@@ -55,6 +55,10 @@ type Device struct {
 // Open makes a device over a link, which it owns from now on.
 func Open(l link.Link) *Device {
 	d := &Device{l: l, e: qp.NewEngine(l), clock: time.Now}
+	// A UD QP's datagrams are at most the port's MTU (rxe's active_mtu),
+	// the largest path MTU the link carries.
+	d.e.PortMTU = d.MaxPathMTU()
+	d.e.Addr = l.Info().Addr
 	d.initOwner()
 	return d
 }
@@ -128,6 +132,17 @@ func (d *Device) GIDs() []netip.Addr {
 	return []netip.Addr{a}
 }
 
+// GID returns the GID at index i of the device's table (ibv_query_gid):
+// GIDs()[i], or ErrNoAddr. The table has one entry, the link's address,
+// where rxe's has the link-local GID at 0 and the IPv4-mapped one at 1.
+func (d *Device) GID(i int) (netip.Addr, error) {
+	g := d.GIDs()
+	if i < 0 || i >= len(g) {
+		return netip.Addr{}, fmt.Errorf("GID index %d of %d: %w", i, len(g), ErrNoAddr)
+	}
+	return g[i], nil
+}
+
 // Addr returns the address peers send to.
 func (d *Device) Addr() netip.Addr { return d.l.Info().Addr.Unmap() }
 
@@ -199,6 +214,31 @@ type PD struct {
 // AllocPD makes a protection domain.
 func (d *Device) AllocPD() *PD {
 	return &PD{d: d, id: d.nextPD.Add(1)}
+}
+
+// AHAttr are an address handle's attributes (ibv_ah_attr with its
+// ibv_global_route): the peer's GID (its IP address, IPv4 in either form),
+// traffic class, hop limit and flow label. The source GID is the device's.
+type AHAttr struct {
+	DGID         netip.Addr
+	TrafficClass uint8
+	HopLimit     uint8
+	FlowLabel    uint32
+}
+
+// CreateAH makes an address handle for UD sends (ibv_create_ah). It
+// returns ErrBadAttr for a missing DGID, a flow label over 20 bits, or a
+// DGID of the other IP family than the device's.
+func (pd *PD) CreateAH(attr AHAttr) (*AH, error) {
+	dst := attr.DGID.Unmap()
+	if !dst.IsValid() || attr.FlowLabel > 0xfffff {
+		return nil, fmt.Errorf("create AH: %w: DGID %v, flow label %#x", ErrBadAttr, attr.DGID, attr.FlowLabel)
+	}
+	self := pd.d.Addr()
+	if dst.Is4() != self.Is4() {
+		return nil, fmt.Errorf("create AH: %w: DGID %v from %v", ErrBadAttr, attr.DGID, self)
+	}
+	return &AH{DGID: dst, SGID: self, TrafficClass: attr.TrafficClass, HopLimit: attr.HopLimit, FlowLabel: attr.FlowLabel}, nil
 }
 
 // MR is a registered memory region (ibv_mr).

@@ -1,7 +1,11 @@
 // Package verbs is uroce's public API, shaped after rdma-core's libibverbs:
 // a Device over one link, protection domains (PD), memory regions (MR),
-// completion queues (CQ) and reliable-connected queue pairs (QueuePair)
-// that take work requests by value.
+// completion queues (CQ) and queue pairs (QueuePair) that take work
+// requests by value: reliable-connected, unreliable datagram (QPInit.Type
+// QPTypeUD, addressed per WR with an AH from PD.CreateAH, ActivateUD for
+// the INIT/RTR/RTS steps) and the GSI QP, QP1, which connection managers
+// use for their MADs. A datagram arrives behind the 40-byte GRH area
+// (GRHLen) with WC.SrcQP and WC.SrcGID naming its sender.
 //
 // Data moves like this. PostSend hands a SendWR to the device's transport
 // engine (package qp), which copies it into the QP's send queue and, in the

@@ -36,6 +36,7 @@ type request struct {
 	recv   RecvWR
 	sgl    []SGE
 	inline []byte
+	ah     AH
 	fn     func() error
 	err    error
 }
@@ -107,6 +108,7 @@ func (d *Device) serve() int {
 			if d.closed.Load() {
 				r.err = errSendClosed
 			} else {
+				d.e.SetNow(d.clock()) // the WR's post time, for Latency
 				r.err = r.q.PostSend(&r.send)
 			}
 		case reqRecv:

@@ -15,8 +15,11 @@ type QPCap struct {
 	MaxInline              int
 }
 
-// QPInit describes a new RC QP (ibv_qp_init_attr).
+// QPInit describes a new QP (ibv_qp_init_attr).
 type QPInit struct {
+	// Type is the transport: QPTypeRC (the zero value), QPTypeUD, or
+	// QPTypeGSI for QP1, which a device has at most one of.
+	Type           QPType
 	SendCQ, RecvCQ *CQ
 	Cap            QPCap
 	// SignalAll signals every send WR (sq_sig_all).
@@ -26,13 +29,15 @@ type QPInit struct {
 	CC *cc.Config
 }
 
-// QueuePair is a reliable-connected queue pair (ibv_qp).
+// QueuePair is a queue pair (ibv_qp): reliable-connected, unreliable
+// datagram, or the GSI QP.
 type QueuePair struct {
 	pd *PD
 	q  *qp.QP
 }
 
-// CreateQP makes an RC QP in RESET.
+// CreateQP makes a QP in RESET. Errors wrap ErrWrongDevice, ErrBadAttr,
+// or ErrBusy for a second GSI QP.
 func (pd *PD) CreateQP(init *QPInit) (*QueuePair, error) {
 	if init.SendCQ == nil || init.RecvCQ == nil || init.SendCQ.d != pd.d || init.RecvCQ.d != pd.d {
 		return nil, fmt.Errorf("create QP: %w", ErrWrongDevice)
@@ -40,7 +45,7 @@ func (pd *PD) CreateQP(init *QPInit) (*QueuePair, error) {
 	var q *qp.QP
 	err := pd.d.do(func() (err error) {
 		q, err = pd.d.e.CreateQP(qp.QPConfig{
-			PD: pd.id, SendCQ: init.SendCQ.c, RecvCQ: init.RecvCQ.c,
+			Type: init.Type, PD: pd.id, SendCQ: init.SendCQ.c, RecvCQ: init.RecvCQ.c,
 			MaxSendWR: init.Cap.MaxSendWR, MaxRecvWR: init.Cap.MaxRecvWR,
 			MaxSendSGE: init.Cap.MaxSendSGE, MaxRecvSGE: init.Cap.MaxRecvSGE,
 			MaxInline: init.Cap.MaxInline, SignalAll: init.SignalAll, CC: init.CC,
@@ -158,6 +163,7 @@ func (q *QueuePair) PostSend(wr *SendWR) error {
 	if d.tryOwn() {
 		err := errSendClosed
 		if !d.closed.Load() {
+			d.e.SetNow(d.clock()) // the WR's post time, for Latency
 			err = q.q.PostSend(wr)
 		}
 		d.serve()
@@ -170,7 +176,14 @@ func (q *QueuePair) PostSend(wr *SendWR) error {
 	r.kind, r.q = reqSend, q.q
 	r.sgl = append(r.sgl[:0], wr.SGL...)
 	r.send = SendWR{ID: wr.ID, Opcode: wr.Opcode, Flags: wr.Flags, SGL: r.sgl, Imm: wr.Imm,
-		RemoteAddr: wr.RemoteAddr, RKey: wr.RKey, CompareAdd: wr.CompareAdd, Swap: wr.Swap}
+		RemoteAddr: wr.RemoteAddr, RKey: wr.RKey, CompareAdd: wr.CompareAdd, Swap: wr.Swap,
+		RemoteQPN: wr.RemoteQPN, RemoteQKey: wr.RemoteQKey}
+	if wr.AH != nil {
+		// By value: storing wr.AH would make every WR's pointees
+		// escape.
+		r.ah = *wr.AH
+		r.send.AH = &r.ah
+	}
 	if wr.InlineData != nil {
 		r.inline = append(r.inline[:0], wr.InlineData...)
 		r.send.InlineData = r.inline
@@ -198,6 +211,26 @@ func (q *QueuePair) PostRecv(wr *RecvWR) error {
 	r.sgl = append(r.sgl[:0], wr.SGL...)
 	r.recv = RecvWR{ID: wr.ID, SGL: r.sgl}
 	return d.call(i)
+}
+
+// ActivateUD takes a UD QP from RESET through INIT (with the Q_Key) and
+// RTR to RTS with the first send PSN, as ibv_ud_pingpong does; a GSI QP
+// takes the same steps with its fixed Q_Key.
+func (q *QueuePair) ActivateUD(qkey, psn uint32) error {
+	steps := []struct {
+		a QPAttr
+		m AttrMask
+	}{
+		{QPAttr{State: StateInit, QKey: qkey}, AttrState | AttrPKeyIndex | AttrPort | AttrQKey},
+		{QPAttr{State: StateRTR}, AttrState},
+		{QPAttr{State: StateRTS, SQPSN: psn}, AttrState | AttrSQPSN},
+	}
+	for _, s := range steps {
+		if err := q.Modify(&s.a, s.m); err != nil {
+			return fmt.Errorf("activate UD: %w", err)
+		}
+	}
+	return nil
 }
 
 // Destroy removes the QP; outstanding WRs vanish without completions.

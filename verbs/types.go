@@ -20,6 +20,10 @@ type (
 	QPState    = qp.QPState
 	QPCounters = qp.Counters
 	Counters   = qp.EngineCounters
+	QPType     = qp.QPType
+	// AH is an address handle (ibv_ah): made by PD.CreateAH, named by a
+	// UD SendWR's AH.
+	AH = qp.AH
 )
 
 // Re-exported constants, named as in rdma-core.
@@ -66,6 +70,36 @@ const (
 	WCRecv            = qp.WCRecv
 	WCRecvRDMAWithImm = qp.WCRecvRDMAWithImm
 	WCWithImm         = qp.WCWithImm
+
+	WCGRH = qp.WCGRH
+
+	// QP types (ibv_qp_type); a zero QPInit.Type means RC.
+	QPTypeRC  = qp.QPTypeRC
+	QPTypeUD  = qp.QPTypeUD
+	QPTypeGSI = qp.QPTypeGSI
+
+	// GRHLen is the GRH area at the front of every UD receive buffer.
+	GRHLen = qp.GRHLen
+	// GSIQKey is QP1's Q_Key.
+	GSIQKey = qp.GSIQKey
+
+	// Attribute mask bits (ibv_qp_attr_mask).
+	AttrState           = qp.AttrState
+	AttrAccessFlags     = qp.AttrAccessFlags
+	AttrPKeyIndex       = qp.AttrPKeyIndex
+	AttrPort            = qp.AttrPort
+	AttrQKey            = qp.AttrQKey
+	AttrAV              = qp.AttrAV
+	AttrPathMTU         = qp.AttrPathMTU
+	AttrTimeout         = qp.AttrTimeout
+	AttrRetryCnt        = qp.AttrRetryCnt
+	AttrRNRRetry        = qp.AttrRNRRetry
+	AttrRQPSN           = qp.AttrRQPSN
+	AttrMaxQPRdAtomic   = qp.AttrMaxQPRdAtomic
+	AttrMinRNRTimer     = qp.AttrMinRNRTimer
+	AttrSQPSN           = qp.AttrSQPSN
+	AttrMaxDestRdAtomic = qp.AttrMaxDestRdAtomic
+	AttrDestQPN         = qp.AttrDestQPN
 
 	StateReset = qp.StateReset
 	StateInit  = qp.StateInit
