@@ -58,7 +58,7 @@ func (p *Params) withDefaults() Params {
 	}
 	q.PSN &= 0xffffff
 	if q.Access == 0 {
-		q.Access = verbs.AccessLocalWrite | verbs.AccessRemoteWrite | verbs.AccessRemoteRead | verbs.AccessRemoteAtomic
+		q.Access = defaultAccess
 	}
 	if q.LocalPort == 0 {
 		// rdma_cm's ephemeral range is the kernel's
@@ -79,8 +79,23 @@ const (
 		qp.AttrMaxQPRdAtomic
 )
 
-// initQP takes a caller's QP from RESET to INIT (rdma_create_qp does this
-// for rdma_cm IDs); a QP already in INIT keeps its access rights.
+// InitQP takes a new QP from RESET to INIT with the given remote access
+// (0: local write, remote write, remote read, remote atomic), as
+// rdma_create_qp does for an rdma_cm ID, so receives can be posted before
+// Dial or Accept: the peer may send the moment the connection is up, and
+// a SEND that finds no receive waits out an RNR NAK. Dial and Accept do
+// it themselves for a QP still in RESET.
+func InitQP(q *verbs.QueuePair, access verbs.Access) error {
+	if access == 0 {
+		access = defaultAccess
+	}
+	return initQP(q, access)
+}
+
+const defaultAccess = verbs.AccessLocalWrite | verbs.AccessRemoteWrite | verbs.AccessRemoteRead | verbs.AccessRemoteAtomic
+
+// initQP takes a caller's QP from RESET to INIT; a QP already in INIT
+// keeps its access rights.
 func initQP(q *verbs.QueuePair, access verbs.Access) error {
 	if q == nil {
 		return nil
