@@ -1,0 +1,243 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/uroce/uroce/rdmacm"
+	"github.com/uroce/uroce/verbs"
+)
+
+// Sizes rping accepts: RPING_MIN_BUFSIZE (room for "rdma-ping-2147483647: ")
+// to RPING_BUFSIZE-1.
+const (
+	minSize = 26
+	maxSize = 64*1024 - 1
+)
+
+// options are rping's command line.
+type options struct {
+	server, client bool
+	addr           string // -a: the server's address (both sides)
+	source         string // -I: the client's source address
+	port           int
+	count          int
+	size           int
+	verbose        bool
+	validate       bool
+	debug          bool
+	timeout        time.Duration
+
+	// For tests: a device to use instead of opening one, and a hook
+	// called once the server listens.
+	open      func() (*verbs.Device, error)
+	listening func()
+}
+
+func parseFlags(args []string, errOut io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("rping", flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	fs.BoolVar(&o.server, "s", false, "server side")
+	fs.BoolVar(&o.client, "c", false, "client side")
+	fs.StringVar(&o.addr, "a", "", "`address`: the server's (client), the one to bind (server)")
+	fs.StringVar(&o.source, "I", "", "source `address` to bind to for client")
+	fs.IntVar(&o.port, "p", 7174, "`port`")
+	fs.IntVar(&o.count, "C", 0, "ping `count` times (0: until interrupted)")
+	fs.IntVar(&o.size, "S", 64, "ping data `size`")
+	fs.BoolVar(&o.verbose, "v", false, "display ping data to stdout")
+	fs.BoolVar(&o.validate, "V", false, "validate ping data")
+	fs.BoolVar(&o.debug, "d", false, "debug printfs")
+	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long (uroce only; 0: never)")
+	fs.BoolFunc("q", "use self-created, self-modified QP (uroce always does)", func(string) error { return nil })
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	switch {
+	case o.server == o.client:
+		return o, errors.New("give one of -s and -c")
+	case o.client && o.addr == "":
+		return o, errors.New("the client needs -a")
+	case o.size < minSize || o.size > maxSize:
+		return o, fmt.Errorf("invalid size %d (valid range is %d to %d)", o.size, minSize, maxSize)
+	case o.count < 0:
+		return o, fmt.Errorf("invalid count %d", o.count)
+	case o.port < 1 || o.port > 65535:
+		return o, fmt.Errorf("bad port %d", o.port)
+	}
+	return o, nil
+}
+
+func main() {
+	o, err := parseFlags(os.Args[1:], os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "rping:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if o.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.timeout)
+		defer cancel()
+	}
+	if err := run(ctx, o, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "rping:", err)
+		os.Exit(1)
+	}
+}
+
+// run is the whole program: device, CM, session, pings, teardown.
+func run(ctx context.Context, o options, out, errOut io.Writer) (err error) {
+	debug := func(format string, args ...any) {
+		if o.debug {
+			fmt.Fprintf(out, format, args...)
+		}
+	}
+	open := o.open
+	if open == nil {
+		open = func() (*verbs.Device, error) { return openDevice(o) }
+	}
+	d, err := open()
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, d.Close()) }()
+	m, err := rdmacm.Open(d, rdmacm.Config{})
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, m.Close()) }()
+	debug("local address %v\n", m.Addr())
+
+	s, err := newSession(d, o.size, o.client)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	// rping's rdma_conn_param: one READ each way, retries forever.
+	params := &rdmacm.Params{ResponderResources: 1, InitiatorDepth: 1, RetryCount: 7, RNRRetryCount: 7}
+
+	if o.client {
+		dst, err := resolve(o.addr, o.port)
+		if err != nil {
+			return err
+		}
+		if s.conn, err = m.Dial(ctx, dst, s.qp, params); err != nil {
+			return fmt.Errorf("connect error: %w", err)
+		}
+		debug("rdma_connect successful: %v -> %v, QP %#x -> %#x\n", s.conn.LocalAddr(), s.conn.RemoteAddr(), s.qp.QPN(), s.conn.Attr().DestQPN)
+		err = s.client(ctx, o.count, o.verbose, o.validate, out)
+		// rping_disconnect, also after a failure (rping's err4).
+		derr := s.conn.Disconnect()
+		if err != nil {
+			return fmt.Errorf("rping client failed: %w", err)
+		}
+		return derr
+	}
+
+	l, err := m.Listen(uint16(o.port))
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	if o.listening != nil {
+		o.listening()
+	}
+	req, err := l.Accept(ctx)
+	if err != nil {
+		return err
+	}
+	debug("connect request from %v\n", req.Remote)
+	if s.conn, err = req.Accept(ctx, s.qp, params); err != nil {
+		return fmt.Errorf("connect error: %w", err)
+	}
+	// The CQ wait ends when the client disconnects.
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.conn.Done():
+			cancel()
+		case <-sctx.Done():
+		}
+	}()
+	err = s.server(sctx, o.verbose, out)
+	if errors.Is(err, errDisconnected) {
+		fmt.Fprintln(errOut, "server DISCONNECT EVENT...")
+		return nil
+	}
+	s.conn.Disconnect()
+	if err != nil {
+		return fmt.Errorf("rping server failed: %w", err)
+	}
+	return nil
+}
+
+// resolve turns -a and -p into the server's address (rping's get_addr:
+// a name or an IP address).
+func resolve(host string, port int) (netip.AddrPort, error) {
+	if a, err := netip.ParseAddr(host); err == nil {
+		return netip.AddrPortFrom(a.Unmap(), uint16(port)), nil
+	}
+	ips, err := net.LookupIP(host)
+	if err != nil || len(ips) == 0 {
+		return netip.AddrPort{}, fmt.Errorf("getaddrinfo failed: %v", err)
+	}
+	a, _ := netip.AddrFromSlice(ips[0])
+	return netip.AddrPortFrom(a.Unmap(), uint16(port)), nil
+}
+
+// openDevice opens a device with the kernel UDP backend: a server on -a
+// (or the first interface that is up and has an address), a client on -I
+// or the address that routes to the server.
+func openDevice(o options) (*verbs.Device, error) {
+	local := o.source
+	if o.server {
+		local = o.addr
+	}
+	if local != "" {
+		a, err := netip.ParseAddr(local)
+		if err != nil {
+			return nil, fmt.Errorf("bad address %q: %w", local, err)
+		}
+		return verbs.OpenAddr(a.Unmap())
+	}
+	if o.client {
+		dst, err := resolve(o.addr, o.port)
+		if err != nil {
+			return nil, err
+		}
+		// Connecting a UDP socket sends nothing; it asks the kernel which
+		// source address routes to the server.
+		c, err := net.Dial("udp", netip.AddrPortFrom(dst.Addr(), 4791).String())
+		if err != nil {
+			return nil, fmt.Errorf("route to %v: %w", dst.Addr(), err)
+		}
+		a := c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap()
+		c.Close()
+		return verbs.OpenAddr(a)
+	}
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return nil, err
+	}
+	for _, ifi := range ifs {
+		if ifi.Flags&net.FlagUp == 0 || ifi.Flags&net.FlagLoopback != 0 {
+			continue
+		}
+		if d, err := verbs.OpenInterface(ifi.Name); err == nil {
+			return d, nil
+		}
+	}
+	return nil, errors.New("no interface with an address: name one with -a")
+}
