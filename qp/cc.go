@@ -36,6 +36,10 @@ const ipUDPLen = 20 + 8
 // asks for before the packet is built; the exact length is taken after.
 const reqHeaderEstimate = bth.BTHLen + 16 + 4 + bth.ICRCLen + ipUDPLen
 
+// respHeaderEstimate is a READ response's headers (BTH, AETH, ICRC) plus
+// ipUDPLen, at their largest.
+const respHeaderEstimate = bth.BTHLen + bth.AETHLen + bth.ICRCLen + ipUDPLen
+
 // ccState is one QP's congestion control: the algorithm, the pacer that
 // holds the requester to the algorithm's rate, and two timers in the
 // engine's heap, so a QP costs the same whatever the number of QPs.
@@ -140,14 +144,56 @@ func (e *Engine) ccHold(q *QP, n int) bool {
 	if s.pacer.Delay(e.now, n) == 0 {
 		return false
 	}
-	// Wake when a few packets' worth is there rather than the next
-	// packet's: the tokens keep (the bucket is deeper than paceQuantum),
-	// and a software engine that wakes a quarter as often loses less to
-	// scheduling on a busy machine.
-	if d := s.pacer.Delay(e.now, n+paceQuantum); d != cc.Never {
-		e.setTimer(&s.pace, e.now.Add(d))
-	}
+	e.ccArmPace(q, n)
 	return true
+}
+
+// ccArmPace arms the QP's pacer timer for when n bytes and paceQuantum more
+// will be there: a QP woken when a few packets' worth is there rather than
+// the next packet's keeps the tokens (the bucket is deeper than
+// paceQuantum), and a software engine that wakes a quarter as often loses
+// less to scheduling on a busy machine. The requester and the READ
+// responder share the timer; an earlier deadline already armed stays.
+func (e *Engine) ccArmPace(q *QP, n int) {
+	s := q.cc
+	d := s.pacer.Delay(e.now, n+paceQuantum)
+	if d == cc.Never {
+		return
+	}
+	if when := e.now.Add(d); s.pace.idx < 0 || when.Before(s.pace.when) {
+		e.setTimer(&s.pace, when)
+	}
+}
+
+// ccHoldResponse reports whether the responder must wait before sending a
+// READ response packet of n bytes of payload, and if so arms the pacer's
+// timer. Responses share the QP's pacer with its requests: DCQCN's rate
+// limiter is per QP, and for a READ the responder is the QP whose data
+// crosses the congested link. No window applies: responses answer
+// requests the peer already let in.
+func (e *Engine) ccHoldResponse(q *QP, n int) bool {
+	s := q.cc
+	if !s.paced {
+		return false
+	}
+	n += respHeaderEstimate
+	if s.pacer.Delay(e.now, n) == 0 {
+		return false
+	}
+	e.ccArmPace(q, n)
+	return true
+}
+
+// ccSentResponse accounts a READ response packet of wire bytes: the
+// pacer's tokens and the algorithm's byte counter (DCQCN counts every byte
+// the QP transmits). It takes no RTT sample: those time requests.
+func (e *Engine) ccSentResponse(q *QP, wire int) {
+	s := q.cc
+	if s.paced {
+		s.pacer.Take(e.now, wire)
+	}
+	s.alg.OnSent(e.now, wire)
+	e.ccSync(q)
 }
 
 // ccAckDue reports whether a paced QP's next request should ask for an

@@ -173,12 +173,14 @@ type flowRun struct {
 	// rttSum and rttN sum the flows' smoothed RTTs sampled after from.
 	rttSum time.Duration
 	rttN   int
+	// sample, when set, runs at every step from from on.
+	sample func()
 }
 
 const flowArea = 128 << 10
 
 func newFlowRun(t *testing.T, nflows int, faults pipe.Faults, cfg *cc.Config, seed uint64) *flowRun {
-	pc := pairConfig{mtu: 1024, retry: 7, rnrRetry: 7, mem: nflows * flowArea, faults: faults, seed: seed, timeout: 14}
+	pc := pairConfig{mtu: 1024, retry: 7, rnrRetry: 7, mem: nflows * flowArea, faults: faults, seed: seed, timeout: 14, rdAtomic: 16}
 	p := newPair(t, pc)
 	r := &flowRun{p: p}
 	for i := range nflows {
@@ -225,6 +227,9 @@ func (r *flowRun) run(t *testing.T, from, until time.Time) {
 	t.Helper()
 	p := r.p
 	for p.now.Before(until) {
+		if r.sample != nil && !p.now.Before(from) {
+			r.sample()
+		}
 		for i, q := range r.qps {
 			if p.now.Before(r.begin[i]) {
 				continue

@@ -28,12 +28,14 @@ type responder struct {
 	// recycled oldest first, to answer duplicates (IBA 9.7.5.1.3).
 	res     []resource
 	resNext int
-	// The READ response being sent.
+	// The READ or atomic response being sent (readresp.go).
 	rdRes   *resource
 	rdPSN   bth.PSN
 	rdVA    uint64
 	rdN     uint32
 	rdFresh bool
+	// ackOwed is an ACK or NAK waiting behind owed responses.
+	ackOwed pendingAck
 	// A class C error being reported: the NAK syndrome and the status of
 	// the receive WQE in progress.
 	syndrome bth.Syndrome
@@ -55,6 +57,8 @@ type resource struct {
 	rkey              uint32
 	length            uint32
 	orig              uint64 // an atomic's result, replayed, never recomputed
+	msn               uint32 // the MSN once the request was executed
+	owed              bool   // its response is in progress or queued
 }
 
 // respState is a step of the responder (rxe's enum resp_states), in the
@@ -85,13 +89,8 @@ func (e *Engine) respond(q *QP, p *bth.Packet) {
 	psn := h.PSN()
 	op := p.Opcode()
 	info := p.Info()
-	// A READ response in progress goes out before the next request is
-	// looked at, as in rxe; if the link has no buffers for it, the
-	// request is dropped and comes again.
-	if r.rdRes != nil && !e.pumpRead(q, 1<<30) {
-		q.Counters.Dropped++
-		return
-	}
+	// A READ response in progress does not hold up the next request:
+	// its answer is queued behind it (readresp.go).
 	state := respCheckPSN
 	for {
 		switch state {
@@ -360,10 +359,10 @@ func (e *Engine) execute(q *QP, p *bth.Packet, info *bth.OpcodeInfo, psn bth.PSN
 		if r.length > 0 {
 			npkts = int((uint64(r.length) + uint64(q.mtu) - 1) / uint64(q.mtu))
 		}
-		*res = resource{kind: resRead, firstPSN: psn, lastPSN: psn.Add(npkts - 1), va: r.va, rkey: r.rkey, length: r.length}
+		*res = resource{kind: resRead, firstPSN: psn, lastPSN: psn.Add(npkts - 1), va: r.va, rkey: r.rkey, length: r.length, msn: r.msn}
 		r.psn = psn.Add(npkts)
 		r.opcode = opNone
-		e.readReply(q, res, psn, r.va, r.length)
+		e.oweResponse(q, res, psn, r.va, r.length)
 		return respDone
 	case info.Mask&bth.Atomic != 0:
 		dst, _ := r.mr.slice(r.va, 8)
@@ -380,10 +379,10 @@ func (e *Engine) execute(q *QP, p *bth.Packet, info *bth.OpcodeInfo, psn bth.PSN
 		}
 		r.msn++
 		res := r.newResource()
-		*res = resource{kind: resAtomic, firstPSN: psn, lastPSN: psn, va: r.va, rkey: r.rkey, length: 8, orig: orig}
+		*res = resource{kind: resAtomic, firstPSN: psn, lastPSN: psn, va: r.va, rkey: r.rkey, length: 8, orig: orig, msn: r.msn}
 		r.psn = psn.Next()
 		r.opcode = opNone
-		e.sendAtomicAck(q, psn, orig)
+		e.oweResponse(q, res, psn, 0, 0)
 		return respDone
 	}
 	r.psn = psn.Next()
@@ -442,76 +441,6 @@ func (e *Engine) scatterRecv(q *QP, w *recvWQE, off uint32, data []byte) bool {
 	return true
 }
 
-// readReply starts the READ response for [va, va+n) at psn. The first
-// packet of the original request is FIRST or ONLY; a replay from inside it
-// continues with MIDDLE or LAST, as rxe does, so the requester's opcode
-// sequence holds. The packets go out sendBudget at a time (pumpRead) so a
-// large READ neither starves other QPs nor exhausts the link's buffers.
-func (e *Engine) readReply(q *QP, res *resource, psn bth.PSN, va uint64, n uint32) {
-	r := &q.resp
-	r.rdRes, r.rdPSN, r.rdVA, r.rdN, r.rdFresh = res, psn, va, n, psn == res.firstPSN
-	if !e.pumpRead(q, sendBudget) {
-		e.kick(q)
-	}
-}
-
-// pumpRead sends up to budget packets of the READ response in progress and
-// reports whether it is finished. Only FIRST, LAST and ONLY carry an AETH
-// (IBA 9.4.3).
-func (e *Engine) pumpRead(q *QP, budget int) bool {
-	r := &q.resp
-	res := r.rdRes
-	if res == nil {
-		return true
-	}
-	mtu := uint32(q.mtu)
-	var mr *MR
-	if r.rdN > 0 {
-		mr = e.MRs.Lookup(res.rkey, q.cfg.PD, AccessRemoteRead)
-		if mr == nil {
-			r.rdRes = nil // deregistered since: the requester times out
-			return true
-		}
-	}
-	for ; budget > 0; budget-- {
-		size := min(r.rdN, mtu)
-		var op bth.Opcode
-		switch {
-		case r.rdFresh && r.rdN <= mtu:
-			op = bth.RCReadResponseOnly
-		case r.rdFresh:
-			op = bth.RCReadResponseFirst
-		case r.rdN <= mtu:
-			op = bth.RCReadResponseLast
-		default:
-			op = bth.RCReadResponseMiddle
-		}
-		bf := bth.BTHFields{Opcode: op, PSN: r.rdPSN}
-		e.pf.AETH.Syndrome = bth.ACK(bth.CreditsInvalid)
-		e.pf.AETH.MSN = r.msn & bth.QPNMask
-		lp, dst := e.newPacket(q, &bf, int(size), true)
-		if lp == nil {
-			return false
-		}
-		if size > 0 {
-			if src, ok := mr.slice(r.rdVA, uint64(size)); ok {
-				copy(dst, src)
-			} else {
-				clear(dst)
-			}
-		}
-		r.rdFresh = false
-		r.rdPSN = r.rdPSN.Next()
-		r.rdVA += uint64(size)
-		r.rdN -= size
-		if r.rdN == 0 {
-			r.rdRes = nil
-			return true
-		}
-	}
-	return false
-}
-
 // duplicate answers a request whose PSN was already executed (IBA
 // 9.7.5.1.3, rxe's duplicate_request): a SEND or WRITE is ACKed again, a
 // READ is executed again from the cached request, an atomic is answered
@@ -533,13 +462,13 @@ func (e *Engine) duplicate(q *QP, p *bth.Packet, info *bth.OpcodeInfo, psn bth.P
 		if reth.RKey() != res.rkey || va < res.va || n > res.length || va+uint64(n) != res.va+uint64(res.length) {
 			return
 		}
-		e.readReply(q, res, psn, va, n)
+		e.oweResponse(q, res, psn, va, n)
 	case info.Mask&bth.Atomic != 0:
 		res := r.find(psn, resAtomic)
 		if res == nil || res.firstPSN != psn {
 			return
 		}
-		e.sendAtomicAck(q, psn, res.orig)
+		e.oweResponse(q, res, psn, 0, 0)
 	}
 }
 
@@ -555,17 +484,11 @@ func (r *responder) find(psn bth.PSN, kind resKind) *resource {
 
 // sendAck sends an ACKNOWLEDGE with a syndrome for psn and the current MSN.
 func (e *Engine) sendAck(q *QP, syn bth.Syndrome, psn bth.PSN) {
+	if e.holdAck(q, syn, psn) {
+		return
+	}
 	bf := bth.BTHFields{Opcode: bth.RCAcknowledge, PSN: psn}
 	e.pf.AETH.Syndrome = syn
 	e.pf.AETH.MSN = q.resp.msn & bth.QPNMask
-	e.newPacket(q, &bf, 0, true)
-}
-
-// sendAtomicAck sends an ATOMIC ACKNOWLEDGE with the original value.
-func (e *Engine) sendAtomicAck(q *QP, psn bth.PSN, orig uint64) {
-	bf := bth.BTHFields{Opcode: bth.RCAtomicAcknowledge, PSN: psn}
-	e.pf.AETH.Syndrome = bth.ACK(bth.CreditsInvalid)
-	e.pf.AETH.MSN = q.resp.msn & bth.QPNMask
-	e.pf.AtomicAckETH = orig
 	e.newPacket(q, &bf, 0, true)
 }
