@@ -28,7 +28,11 @@
 // cc.Algorithm (QPConfig.CC, else Engine.CC; "none" by default) and a
 // cc.Pacer. The requester asks the pacer before each packet, first
 // transmissions and retransmissions alike, and waits on a timer in the same
-// heap when it must; data of a QP with congestion control carries ECT(0); a
+// heap when it must; so do READ responses and their replays, which the QP's
+// rate limits as ConnectX's does (readresp.go: responses queue in PSN order
+// and ACKs wait behind them, so a paced response holds up neither the
+// engine nor the QP's later requests); data of a QP with congestion control
+// carries ECT(0); a
 // CE-marked packet makes the QP's notification point answer with a CNP to
 // the peer's QP (at most one per min_time_between_cnps); a CNP, an ACK with
 // its RTT sample, or a go-back-N is reported to the algorithm, whose new
