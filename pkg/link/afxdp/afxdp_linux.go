@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"github.com/uroce/uroce/bpf"
@@ -18,7 +19,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-var _ link.Link = (*Link)(nil)
+var (
+	_ link.Link  = (*Link)(nil)
+	_ link.Waker = (*Link)(nil)
+)
 
 // Errors returned by this package (besides link.ErrClosed, link.ErrTooBig
 // and link.ErrNoRoute, which Send wraps).
@@ -105,6 +109,10 @@ type Link struct {
 	w       *waiter.Waiter // fences Close against the owner; Wait's poll
 	zc      bool
 	mbuf    bool
+
+	// woken is Wake's word for a spinning Wait, which does not read the
+	// waiter's eventfd (a Wait asleep in poll is woken through it).
+	woken atomic.Bool
 }
 
 // Open attaches the XDP program to cfg.Interface and opens one AF_XDP
@@ -628,7 +636,7 @@ func (l *Link) Wait(timeout time.Duration) error {
 		return link.ErrClosed
 	}
 	defer l.w.Exit()
-	if l.ready() {
+	if l.ready() || l.woken.Swap(false) {
 		return nil
 	}
 	if timeout == 0 {
@@ -663,6 +671,9 @@ func (l *Link) spin(start time.Time, d time.Duration) error {
 		if l.w.Closing() {
 			return link.ErrClosed
 		}
+		if l.woken.Swap(false) {
+			return nil
+		}
 		for _, q := range l.queues {
 			q.sock.WakeRX()
 		}
@@ -678,6 +689,8 @@ func (l *Link) spin(start time.Time, d time.Duration) error {
 
 func (l *Link) poll(timeout time.Duration) error {
 	closed, err := l.w.Wait(timeout)
+	// A Wake that ended this poll also set woken; it is spent now.
+	l.woken.Store(false)
 	if closed {
 		return link.ErrClosed
 	}
@@ -685,6 +698,14 @@ func (l *Link) poll(timeout time.Duration) error {
 		return fmt.Errorf("afxdp wait: %w", err)
 	}
 	return nil
+}
+
+// Wake implements link.Waker: the Wait in progress, or else the next one,
+// returns nil at once. Any goroutine may call it. A spinning Wait sees a
+// flag; one asleep in poll(2) is woken through the waiter's eventfd.
+func (l *Link) Wake() {
+	l.woken.Store(true)
+	l.w.Wake()
 }
 
 // Close detaches the XDP program and releases the sockets, their UMEMs and

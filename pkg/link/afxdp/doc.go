@@ -33,6 +33,10 @@
 // run the device's NAPI when SO_BUSY_POLL is on. WaitHybrid spins for
 // Config.Spin, then sleeps in poll.
 //
+// A Link is a link.Waker: Wake ends a Wait from another goroutine (a flag
+// for a spinning Wait, the waiter's eventfd for one asleep in poll), so
+// verbs hands work to an engine asleep in the link without polling it.
+//
 // A Link is not safe for concurrent use, except that Close may be called
 // from another goroutine to end a Wait.
 package afxdp
