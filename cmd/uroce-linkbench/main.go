@@ -27,6 +27,9 @@ import (
 	"net/netip"
 	"os"
 	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -77,9 +80,9 @@ var (
 	flagVerbose = flag.Bool("v", false, "print link counters after each blast")
 	flagOnly    = flag.String("only", "", "measure only this backend (and its floor)")
 	flagRounds  = flag.Int("r", 3, "rounds per backend and size; the median is reported")
+	flagSizes   = flag.String("sizes", "64,1024,4096", "payload sizes")
+	flagCPUProf = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 )
-
-var sizes = []int{64, 1024, 4096}
 
 type result = rawbench.Result
 
@@ -89,13 +92,33 @@ func main() {
 		fmt.Fprintln(os.Stderr, "uroce-linkbench: needs root (namespaces, veth, AF_PACKET)")
 		os.Exit(2)
 	}
+	if *flagCPUProf != "" {
+		f, err := os.Create(*flagCPUProf)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "uroce-linkbench:", err)
+			os.Exit(2)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if err := run(); err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "uroce-linkbench:", err)
 		os.Exit(1)
 	}
 }
 
 func run() error {
+	var sizes []int
+	for _, f := range strings.Split(*flagSizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 0 {
+			return fmt.Errorf("-sizes: %q", f)
+		}
+		sizes = append(sizes, n)
+	}
 	tag := fmt.Sprintf("ulb%d", os.Getpid()%100000)
 	na, err := netns.Create(tag + "a")
 	if err != nil {
