@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/uroce/uroce/cc"
+	"github.com/uroce/uroce/pkg/link"
 	"github.com/uroce/uroce/verbs"
 )
 
@@ -14,6 +15,9 @@ import (
 type Device interface {
 	Counters() verbs.Counters
 	QPStats(dst []verbs.QPStats) []verbs.QPStats
+	LinkStats() link.Stats
+	Latency() verbs.LatencySnapshot
+	QPLatencies(dst []verbs.QPLatency) []verbs.QPLatency
 }
 
 var _ Device = (*verbs.Device)(nil)
@@ -69,9 +73,23 @@ var device = []struct {
 	{"bad_packet", "Packets that do not decode or are not RC.", func(c *verbs.Counters) uint64 { return c.BadPacket }},
 	{"bad_pkey", "Packets with a P_Key mismatch.", func(c *verbs.Counters) uint64 { return c.BadPKey }},
 	{"no_buffer", "Packets not built for lack of a transmit buffer.", func(c *verbs.Counters) uint64 { return c.NoBuffer }},
-	{"tx_errors", "Packets the link did not send.", func(c *verbs.Counters) uint64 { return c.TxErrors }},
+	{"send_err", "Packets the link did not send (rxe send_err).", func(c *verbs.Counters) uint64 { return c.TxErrors }},
 	{"cnps_rcvd", "CNPs received for an existing QP.", func(c *verbs.Counters) uint64 { return c.CNPsRcvd }},
 }
+
+// linkCounters lists the link's own counters: the drops below the
+// transport, by reason.
+var linkCounters = []struct {
+	name, help string
+	get        func(*link.Stats) uint64
+}{
+	{"icrc_errors", "Received packets dropped for a bad ICRC.", func(s *link.Stats) uint64 { return s.RxICRCErrors }},
+	{"link_rx_dropped", "Received packets the link dropped for another reason (malformed, not RoCE, no buffer).", func(s *link.Stats) uint64 { return s.RxDropped }},
+	{"link_tx_dropped", "Packets handed to the link that did not go out.", func(s *link.Stats) uint64 { return s.TxDropped }},
+}
+
+// quantiles are the latency quantiles exported: P50, P99 and P99.9.
+var quantiles = []float64{0.5, 0.99, 0.999}
 
 // Collector is a prometheus.Collector for one device.
 type Collector struct {
@@ -81,6 +99,9 @@ type Collector struct {
 	devTransport []*prometheus.Desc
 	devCC        map[string]*prometheus.Desc
 	devOnly      []*prometheus.Desc
+	devLink      []*prometheus.Desc
+	devLatency   *prometheus.Desc
+	qpLatency    *prometheus.Desc
 	qpTransport  []*prometheus.Desc
 	qpCC         map[string]*prometheus.Desc
 	rate, target *prometheus.Desc
@@ -111,6 +132,12 @@ func NewCollector(d Device, name string) *Collector {
 	for _, t := range device {
 		c.devOnly = append(c.devOnly, desc("", t.name+"_total", t.help, nil))
 	}
+	for _, t := range linkCounters {
+		c.devLink = append(c.devLink, desc("", t.name+"_total", t.help, nil))
+	}
+	const latencyHelp = "Completion latency of signaled send work requests, from post to completion, since the %s was created (cumulative; quantiles within 1.6 %%)."
+	c.devLatency = desc("", "completion_latency_seconds", fmt.Sprintf(latencyHelp, "device"), nil)
+	c.qpLatency = desc("qp", "completion_latency_seconds", fmt.Sprintf(latencyHelp, "QP"), qpL)
 	c.rate = desc("qp", "cc_rate_bits_per_second", "Current sending rate of the QP's congestion control (DCQCN's Rc).", append(qpL, "algorithm"))
 	c.target = desc("qp", "cc_target_rate_bits_per_second", "Target rate of the QP's congestion control (DCQCN's Rt).", append(qpL, "algorithm"))
 	c.alpha = desc("qp", "cc_alpha", "DCQCN's alpha as a fraction (the firmware's 10-bit value over 1024); 0 for other algorithms.", qpL)
@@ -137,6 +164,11 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range c.devOnly {
 		ch <- d
 	}
+	for _, d := range c.devLink {
+		ch <- d
+	}
+	ch <- c.devLatency
+	ch <- c.qpLatency
 	for _, d := range c.qpTransport {
 		ch <- d
 	}
@@ -166,6 +198,14 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	for _, n := range dc.CC.Named() {
 		ch <- prometheus.MustNewConstMetric(c.devCC[n.Name], prometheus.CounterValue, float64(n.Value))
 	}
+	ls := c.d.LinkStats()
+	for i, t := range linkCounters {
+		ch <- prometheus.MustNewConstMetric(c.devLink[i], prometheus.CounterValue, float64(t.get(&ls)))
+	}
+	ch <- summary(c.devLatency, c.d.Latency())
+	for _, l := range c.d.QPLatencies(nil) {
+		ch <- summary(c.qpLatency, l.Latency, strconv.FormatUint(uint64(l.QPN), 10))
+	}
 	for _, s := range c.d.QPStats(nil) {
 		qpn := strconv.FormatUint(uint64(s.QPN), 10)
 		for i, t := range transport {
@@ -181,4 +221,14 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.window, prometheus.GaugeValue, float64(s.CC.Window), qpn)
 		ch <- prometheus.MustNewConstMetric(c.srtt, prometheus.GaugeValue, s.SRTT.Seconds(), qpn)
 	}
+}
+
+// summary turns a latency histogram into a constant summary in seconds
+// with the P50, P99 and P99.9 quantiles.
+func summary(d *prometheus.Desc, l verbs.LatencySnapshot, labels ...string) prometheus.Metric {
+	q := make(map[float64]float64, len(quantiles))
+	for _, x := range quantiles {
+		q[x] = l.Quantile(x).Seconds()
+	}
+	return prometheus.MustNewConstSummary(d, l.Count(), l.Sum().Seconds(), q, labels...)
 }

@@ -161,6 +161,16 @@ func TestCollector(t *testing.T) {
 			}
 		}
 	}
+	// The device's completion latency summary holds the one WRITE, and
+	// the link's drop counters are there.
+	if f := fams["uroce_completion_latency_seconds"]; f == nil || f.Metric[0].Summary.GetSampleCount() != 1 {
+		t.Errorf("device latency summary: %v", f)
+	}
+	for _, n := range []string{"uroce_icrc_errors_total", "uroce_link_rx_dropped_total", "uroce_link_tx_dropped_total", "uroce_send_err_total"} {
+		if v := value(t, fams, n, "device", "b"); v != 0 {
+			t.Errorf("%s = %v on a clean pipe", n, v)
+		}
+	}
 	if v := value(t, fams, "uroce_qp_srtt_seconds", "device", "a", "qpn", qpnA); v <= 0 {
 		t.Errorf("srtt %v", v)
 	}
