@@ -1,0 +1,232 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/uroce/uroce/verbs"
+)
+
+// options are the command line (ibv_ud_pingpong's flags and defaults).
+type options struct {
+	port    int
+	device  string
+	ibPort  int
+	gid     int
+	size    int
+	iters   int
+	rxDepth int
+	sl      int
+	events  bool
+	stats   bool
+	timeout time.Duration
+	peer    string // the server's host; empty on the server
+
+	// For tests: a listener to accept on instead of the port, and a
+	// device to use instead of opening one.
+	listener net.Listener
+	open     func() (*verbs.Device, error)
+}
+
+func parseFlags(args []string, errOut io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("udpingpong", flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	fs.IntVar(&o.port, "p", 18515, "listen on/connect to TCP `port`")
+	fs.StringVar(&o.device, "d", "", "`interface` name or local IP address")
+	fs.IntVar(&o.ibPort, "i", 1, "device `port` (uroce devices have one: 1)")
+	fs.IntVar(&o.gid, "g", -1, "local GID `index` (-1: send a zero GID)")
+	fs.IntVar(&o.size, "s", 2048, "datagram `size`")
+	fs.IntVar(&o.rxDepth, "r", 500, "receives posted ahead (rx `depth`)")
+	fs.IntVar(&o.iters, "n", 1000, "number of `iters`")
+	fs.IntVar(&o.sl, "l", 0, "service `level` (accepted; RoCEv2 has none)")
+	fs.BoolVar(&o.events, "e", false, "sleep on CQ events (accepted: uroce's CQ.Wait drives the device and sleeps in the link)")
+	fs.BoolVar(&o.stats, "stats", false, "print the QP's counters at the end (uroce only)")
+	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "give up when no completion comes for this long (uroce only)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage:\n  udpingpong [flags]         start a server and wait for connection\n  udpingpong [flags] <host>  connect to server at <host>\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	switch fs.NArg() {
+	case 0:
+	case 1:
+		o.peer = fs.Arg(0)
+	default:
+		fs.Usage()
+		return o, errors.New("more than one host")
+	}
+	switch {
+	case o.size < 1:
+		return o, fmt.Errorf("bad size %d", o.size)
+	case o.iters < 1:
+		return o, fmt.Errorf("bad iters %d", o.iters)
+	case o.rxDepth < 2:
+		return o, fmt.Errorf("bad rx depth %d (at least 2)", o.rxDepth)
+	case o.port < 1 || o.port > 65535:
+		return o, fmt.Errorf("bad port %d", o.port)
+	case o.ibPort != 1:
+		return o, fmt.Errorf("bad device port %d (uroce devices have port 1 only)", o.ibPort)
+	case o.timeout <= 0:
+		return o, fmt.Errorf("bad timeout %v", o.timeout)
+	}
+	return o, nil
+}
+
+func main() {
+	o, err := parseFlags(os.Args[1:], os.Stderr)
+	if err != nil {
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "udpingpong:", err)
+		os.Exit(1)
+	}
+}
+
+// run is the whole program: device, objects, exchange, traffic, report,
+// teardown.
+func run(ctx context.Context, o options, out io.Writer) (err error) {
+	open := o.open
+	if open == nil {
+		open = func() (*verbs.Device, error) { return openDevice(o.device, o.peer) }
+	}
+	d, err := open()
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, d.Close()) }()
+
+	p, err := newPingPong(d, o.size, o.rxDepth)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, p.close()) }()
+	if o.stats {
+		// Runs before close's defer: the QP is still there, and a
+		// failed run prints its counters too.
+		defer func() { fmt.Fprintf(out, "counters: %+v\n", p.qp.Counters()) }()
+	}
+
+	local := dest{QPN: p.qp.QPN(), PSN: rand.Uint32() & 0xffffff, GID: netip.IPv6Unspecified()}
+	if o.gid >= 0 {
+		if local.GID, err = d.GID(o.gid); err != nil {
+			return fmt.Errorf("could not get local gid for gid index %d: %w", o.gid, err)
+		}
+		if local.GID.Is4() {
+			local.GID = netip.AddrFrom16(local.GID.As16())
+		}
+	}
+	// ud_pingpong.c prints a colon before the local GID, a comma before
+	// the remote one.
+	fmt.Fprintf(out, "  local address:  LID 0x%04x, QPN 0x%06x, PSN 0x%06x: GID %v\n", local.LID, local.QPN, local.PSN, local.GID)
+
+	remote, err := exchange(ctx, o, local, func(r dest) error { return p.connect(r, local.PSN) })
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "  remote address: %v\n", remote)
+	if o.peer != "" {
+		if err := p.connect(remote, local.PSN); err != nil {
+			return err
+		}
+	}
+
+	start := time.Now()
+	if err := p.run(ctx, o.iters, o.peer != "", o.timeout); err != nil {
+		return err
+	}
+	usec := float64(time.Since(start).Microseconds())
+	bytes := float64(o.size) * float64(o.iters) * 2
+	fmt.Fprintf(out, "%.0f bytes in %.2f seconds = %.2f Mbit/sec\n", bytes, usec/1e6, bytes*8/usec)
+	fmt.Fprintf(out, "%d iters in %.2f seconds = %.2f usec/iter\n", o.iters, usec/1e6, usec/float64(o.iters))
+	return nil
+}
+
+// exchange runs the TCP exchange of QP details, as the client (o.peer set)
+// or the server; connect is the server's step between reading and writing.
+func exchange(ctx context.Context, o options, local dest, connect func(dest) error) (dest, error) {
+	port := strconv.Itoa(o.port)
+	if o.peer != "" {
+		var dl net.Dialer
+		c, err := dl.DialContext(ctx, "tcp", net.JoinHostPort(o.peer, port))
+		if err != nil {
+			return dest{}, fmt.Errorf("couldn't connect to %s:%s: %w", o.peer, port, err)
+		}
+		defer c.Close()
+		stop := context.AfterFunc(ctx, func() { c.Close() })
+		defer stop()
+		return exchangeClient(c, local)
+	}
+	ln := o.listener
+	if ln == nil {
+		var lc net.ListenConfig
+		var err error
+		// Every address, as ud_pingpong.c's AI_PASSIVE bind.
+		if ln, err = lc.Listen(ctx, "tcp", ":"+port); err != nil {
+			return dest{}, fmt.Errorf("couldn't listen to port %s: %w", port, err)
+		}
+	}
+	defer ln.Close()
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	c, err := ln.Accept()
+	if err != nil {
+		return dest{}, fmt.Errorf("accept: %w", err)
+	}
+	defer c.Close()
+	stopc := context.AfterFunc(ctx, func() { c.Close() })
+	defer stopc()
+	return exchangeServer(c, local, connect)
+}
+
+// openDevice opens a device with the kernel UDP backend: on the address or
+// interface named, else, for a client, on the address that routes to the
+// peer, else on the first interface that is up and has an address.
+func openDevice(name, peer string) (*verbs.Device, error) {
+	if a, err := netip.ParseAddr(name); err == nil {
+		return verbs.OpenAddr(a)
+	}
+	if name != "" {
+		return verbs.OpenInterface(name)
+	}
+	if peer != "" {
+		// Connecting a UDP socket sends nothing; it asks the kernel which
+		// source address routes to the peer.
+		c, err := net.Dial("udp", net.JoinHostPort(peer, "4791"))
+		if err != nil {
+			return nil, fmt.Errorf("route to %s: %w", peer, err)
+		}
+		a := c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap()
+		c.Close()
+		return verbs.OpenAddr(a)
+	}
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return nil, err
+	}
+	for _, ifi := range ifs {
+		if ifi.Flags&net.FlagUp == 0 || ifi.Flags&net.FlagLoopback != 0 {
+			continue
+		}
+		if d, err := verbs.OpenInterface(ifi.Name); err == nil {
+			return d, nil
+		}
+	}
+	return nil, errors.New("no interface with an address: name one with -d")
+}
