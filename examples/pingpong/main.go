@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/uroce/uroce/pkg/metrics"
 	"github.com/uroce/uroce/verbs"
 )
 
@@ -30,12 +31,16 @@ type options struct {
 	stats   bool
 	linger  time.Duration
 	retry   int
+	metrics string // serve /metrics here while running
 	peer    string // the server's host; empty on the server
 
 	// For tests: a listener to accept on instead of the port, and a
 	// device to use instead of opening one.
 	listener net.Listener
 	open     func() (*verbs.Device, error)
+	// scraped, if set, is called with the metrics server at the end of a
+	// run, while the QP still exists.
+	scraped func(*metrics.Server)
 }
 
 func parseFlags(args []string, errOut io.Writer) (options, error) {
@@ -52,6 +57,7 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 	fs.DurationVar(&o.linger, "linger", time.Second, "keep answering the peer's retransmissions this long after the last exchange (uroce only)")
 	fs.IntVar(&o.retry, "retry", 7, "transport retry `count`: 7 retries forever, as rxe reads it (uroce only; ibv_rc_pingpong always sets 7)")
 	fs.BoolVar(&o.stats, "stats", false, "print the QP's transport counters at the end (uroce only)")
+	fs.StringVar(&o.metrics, "metrics", "", "serve Prometheus metrics at http://`addr`/metrics while running, e.g. :9090 (uroce only)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage:\n  pingpong [flags]         start a server and wait for connection\n  pingpong [flags] <host>  connect to server at <host>\n")
 		fs.PrintDefaults()
@@ -121,6 +127,20 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, p.close()) }()
+	if o.metrics != "" {
+		srv, err := metrics.Listen(o.metrics)
+		if err != nil {
+			return err
+		}
+		defer srv.Close()
+		if err := srv.Register(d, "uroce0"); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "  metrics:        %s\n", srv.URL())
+		if o.scraped != nil {
+			defer o.scraped(srv)
+		}
+	}
 	if o.stats {
 		// Deferred after close's defer, so it runs first: the QP is
 		// still there, and a failed run prints its counters too.
