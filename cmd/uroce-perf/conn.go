@@ -29,6 +29,12 @@ type drivingConn struct {
 	// packet count. Both are nil until the device is set up.
 	drive func()
 	rx    func() uint64
+	// readFn is readOnce bound once, so the spinning Read allocates no
+	// closure per turn; p, n and rerr are its argument and results.
+	readFn func(fd uintptr) bool
+	p      []byte
+	n      int
+	rerr   error
 }
 
 const quietIdle = 50 * time.Millisecond
@@ -42,7 +48,16 @@ func newDrivingConn(c net.Conn) (*drivingConn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("exchange connection: %w", err)
 	}
-	return &drivingConn{Conn: c, raw: raw}, nil
+	d := &drivingConn{Conn: c, raw: raw}
+	d.readFn = d.readOnce
+	return d, nil
+}
+
+// readOnce is one non-blocking read of the socket into p; it never waits,
+// since the engine needs turns.
+func (c *drivingConn) readOnce(fd uintptr) bool {
+	c.n, c.rerr = syscall.Read(int(fd), c.p)
+	return true
 }
 
 func (c *drivingConn) Read(p []byte) (int, error) {
@@ -51,14 +66,13 @@ func (c *drivingConn) Read(p []byte) (int, error) {
 	}
 	lastRx, lastMove := c.rx(), time.Now()
 	for spins := 1; ; spins++ {
-		var n int
-		var rerr error
-		if err := c.raw.Read(func(fd uintptr) bool {
-			n, rerr = syscall.Read(int(fd), p)
-			return true // never wait here: the engine needs turns
-		}); err != nil {
+		c.p = p
+		if err := c.raw.Read(c.readFn); err != nil {
+			c.p = nil
 			return 0, err
 		}
+		n, rerr := c.n, c.rerr
+		c.p = nil
 		switch {
 		case rerr == nil && n == 0:
 			return 0, io.EOF

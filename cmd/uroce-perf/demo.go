@@ -75,8 +75,9 @@ func demoAt(w io.Writer, demoServer, demoClient netip.Addr) error {
 // pairCounters are the two devices' counters after a pair's run.
 type pairCounters struct {
 	Server, Client verbs.Counters
-	// ClientLat are the client's latency reports.
+	// ClientLat and ClientBW are the client's reports.
 	ClientLat []perftest.LatencyReport
+	ClientBW  []perftest.BandwidthReport
 }
 
 // pair runs a server and a client of one test in this process: devices on
@@ -131,7 +132,7 @@ func (e pairEnds) run(ctx context.Context, srvCfg, cliCfg *config, srvOut, cliOu
 		return pc, err
 	}
 	out, cerr := runOn(c, cliCfg, e.cliDev, e.cliName, cliOut)
-	pc.ClientLat = out.Lat
+	pc.ClientLat, pc.ClientBW = out.Lat, out.BW
 	// write_lat ends by closing the socket: closing ours also ends a
 	// server still waiting in the exchange if the client failed.
 	c.Close()

@@ -31,6 +31,7 @@ func main() {
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: uroce-perf TEST [flags] [peer]   (TEST: write_lat read_lat send_lat atomic_lat write_bw read_bw send_bw)")
 	fmt.Fprintln(w, "       uroce-perf demo                  (every test, both ends in this process over loopback)")
+	fmt.Fprintln(w, "       uroce-perf bench [-r 3]          (root: every backend beside raw floors on a veth pair)")
 	fmt.Fprintln(w, "       uroce-perf TEST -h               (the test's flags, as perftest's)")
 }
 
@@ -41,6 +42,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	if args[0] == "demo" {
 		return demo(stdout)
+	}
+	if args[0] == "bench" {
+		return benchSideBySide(args[1:], stdout, stderr)
 	}
 	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stdout)

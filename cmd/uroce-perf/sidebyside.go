@@ -1,0 +1,507 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"os/signal"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/uroce/uroce/internal/netns"
+	"github.com/uroce/uroce/internal/rawbench"
+	"github.com/vishvananda/netlink"
+)
+
+// The side-by-side benchmark (`uroce-perf bench`): uroce-perf's tests over
+// each link backend between two namespaces joined by a veth pair, beside
+// the raw floors of package rawbench measured on the same pair in the same
+// run, printed as one table of ratios. Issue 5's targets: write_lat over
+// afxdp within 1.25× of the raw AF_XDP one-way floor (half its round trip)
+// and below the kernel UDP floor's; write_bw over afxdp at least 80 % of
+// the raw AF_XDP blast of frames of the same size; no allocation per
+// operation in steady state.
+
+// sbsLatTests and sbsBWTests are what the table holds: the latency tests
+// at sbsLatSizes, the bandwidth tests at sbsBWSize.
+var (
+	sbsLatTests = []string{"write_lat", "read_lat", "send_lat"}
+	sbsLatSizes = []int{2, 64, 4096}
+	sbsBWTests  = []string{"write_bw", "read_bw"}
+	sbsBWSize   = 65536
+)
+
+// sbsKey names one cell of the table.
+type sbsKey struct {
+	mtu  int
+	test string // a uroce-perf test, or floor-rtt / floor-blast
+	size int
+	link string // a backend, or raw-xdp / raw-udp
+}
+
+// sbsCell gathers a cell's samples over the rounds.
+type sbsCell struct {
+	vals   []float64 // µs (latency, floors' half or whole round trip) or Gbit/s
+	allocs float64   // per operation, -1 when not measured
+}
+
+type sideBySide struct {
+	rounds, latIters, bwIters int
+	blast                     time.Duration
+	mtus                      []int
+	links                     []string
+	verbose                   io.Writer
+	cells                     map[sbsKey]*sbsCell
+	order                     []sbsKey
+	errs                      []string
+}
+
+// cleanup holds what must go when the process is interrupted: the
+// namespaces (the veth pair goes with them, and the XDP programs' BPF
+// links with the process).
+var cleanup struct {
+	sync.Mutex
+	ns []*netns.NS
+}
+
+func removeNamespaces() {
+	cleanup.Lock()
+	defer cleanup.Unlock()
+	for _, n := range cleanup.ns {
+		n.Close()
+	}
+	cleanup.ns = nil
+}
+
+// benchSideBySide runs `uroce-perf bench`.
+func benchSideBySide(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("uroce-perf bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	sb := &sideBySide{cells: map[sbsKey]*sbsCell{}}
+	fs.IntVar(&sb.rounds, "r", 3, "rounds; each cell's median is reported")
+	fs.IntVar(&sb.latIters, "n", 1000, "iterations of each latency test and floor ping-pong")
+	fs.IntVar(&sb.bwIters, "bw-n", 2000, "iterations of each bandwidth test")
+	fs.DurationVar(&sb.blast, "blast", 500*time.Millisecond, "duration of the raw AF_XDP blast")
+	mtus := fs.String("mtu", "1500,9000", "veth MTUs")
+	links := fs.String("links", "udp,afpacket,afxdp", "link backends")
+	verbose := fs.Bool("v", false, "print each uroce-perf report on standard error")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%w: %v", ErrUsage, err)
+	}
+	for _, m := range strings.Split(*mtus, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(m))
+		if err != nil || n < 1280 {
+			return fmt.Errorf("%w: -mtu %q", ErrUsage, m)
+		}
+		sb.mtus = append(sb.mtus, n)
+	}
+	for _, l := range strings.Split(*links, ",") {
+		switch l = strings.TrimSpace(l); l {
+		case "udp", "afpacket", "afxdp":
+			sb.links = append(sb.links, l)
+		default:
+			return fmt.Errorf("%w: -links: %q (udp, afpacket or afxdp)", ErrUsage, l)
+		}
+	}
+	if sb.rounds < 1 || sb.latIters < 200 || sb.bwIters < 200 {
+		return fmt.Errorf("%w: -r must be positive, -n and -bw-n at least 200", ErrUsage)
+	}
+	sb.verbose = io.Discard
+	if *verbose {
+		sb.verbose = stderr
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("bench: needs root (namespaces, veth, AF_PACKET, AF_XDP)")
+	}
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	go func() {
+		if _, ok := <-sig; ok {
+			removeNamespaces()
+			fmt.Fprintln(stderr, "uroce-perf bench: interrupted; namespaces removed")
+			os.Exit(130)
+		}
+	}()
+	defer removeNamespaces()
+
+	begin := time.Now()
+	env := machine(begin)
+	for i, mtu := range sb.mtus {
+		if err := sb.runMTU(i, mtu, stderr); err != nil {
+			return err
+		}
+	}
+	sb.print(stdout, env, time.Since(begin))
+	return nil
+}
+
+// machine describes where and when the run is: what the README's table
+// carries beside the numbers.
+func machine(t time.Time) string {
+	var u syscall.Utsname
+	syscall.Uname(&u)
+	rel := make([]byte, 0, len(u.Release))
+	for _, c := range u.Release {
+		if c == 0 {
+			break
+		}
+		rel = append(rel, byte(c))
+	}
+	model := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	load := "?"
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		load = strings.Join(strings.Fields(string(b))[:3], " ")
+	}
+	return fmt.Sprintf("%s, %d CPUs (%s), kernel %s, load average %s at start",
+		t.UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), model, rel, load)
+}
+
+// ibMTU is the largest IB MTU whose packets (with RETH and ICRC) fit a
+// link MTU over IPv4, as uroce-perf picks it.
+func ibMTU(linkMTU int) int {
+	const over = 20 + 8 + 12 + 16 + 4 // IPv4, UDP, BTH, RETH, ICRC
+	for m := 4096; m > 256; m /= 2 {
+		if m+over <= linkMTU {
+			return m
+		}
+	}
+	return 256
+}
+
+// add records a sample of a cell.
+func (sb *sideBySide) add(k sbsKey, v float64) *sbsCell {
+	c := sb.cells[k]
+	if c == nil {
+		c = &sbsCell{allocs: -1}
+		sb.cells[k] = c
+		sb.order = append(sb.order, k)
+	}
+	c.vals = append(c.vals, v)
+	return c
+}
+
+// runMTU builds the namespaces and the veth pair with one MTU and runs
+// every round on them.
+func (sb *sideBySide) runMTU(idx, mtu int, log io.Writer) error {
+	tag := fmt.Sprintf("ubs%d%d", os.Getpid()%100000, idx)
+	var ns [2]*netns.NS
+	for i, s := range []string{"a", "b"} {
+		n, err := netns.Create(tag + s)
+		if err != nil {
+			return err
+		}
+		cleanup.Lock()
+		cleanup.ns = append(cleanup.ns, n)
+		cleanup.Unlock()
+		ns[i] = n
+	}
+	defer removeNamespaces()
+	va, vb, err := netns.AddVeth(ns[0], ns[1], tag+"va", tag+"vb", mtu)
+	if err != nil {
+		return err
+	}
+	a, b := netip.MustParseAddr("10.78.0.1"), netip.MustParseAddr("10.78.0.2")
+	for _, e := range []struct {
+		v, peer netns.Veth
+		addr    netip.Addr
+		to      netip.Addr
+	}{{va, vb, a, b}, {vb, va, b, a}} {
+		if err := e.v.Assign(netip.PrefixFrom(e.addr, 24)); err != nil {
+			return err
+		}
+		// A permanent neighbour entry: the first packets of a run are
+		// then not dropped while the raw backends resolve the peer.
+		if err := e.v.NS.Netlink().NeighSet(&netlink.Neigh{LinkIndex: e.v.Index, Family: netlink.FAMILY_V4,
+			State: netlink.NUD_PERMANENT, IP: e.to.AsSlice(), HardwareAddr: e.peer.MAC}); err != nil {
+			return fmt.Errorf("neighbour %v: %w", e.to, err)
+		}
+	}
+	fmt.Fprintf(log, "bench: MTU %d on %s <-> %s (%s, %s)\n", mtu, va.Name, vb.Name, ns[0].Name, ns[1].Name)
+	pm := ibMTU(mtu)
+	for r := range sb.rounds {
+		t0 := time.Now()
+		if err := sb.floors(mtu, pm, va, vb, a, b); err != nil {
+			return err
+		}
+		for _, l := range sb.links {
+			for _, test := range sbsLatTests {
+				for _, size := range sbsLatSizes {
+					sb.uroce(r == 0, mtu, l, test, size, sb.latIters, va, vb, b)
+				}
+			}
+			for _, test := range sbsBWTests {
+				sb.uroce(r == 0, mtu, l, test, sbsBWSize, sb.bwIters, va, vb, b)
+			}
+		}
+		fmt.Fprintf(log, "bench: MTU %d round %d done in %.1f s\n", mtu, r+1, time.Since(t0).Seconds())
+	}
+	return nil
+}
+
+// floors measures the raw floors for one round: kernel UDP and AF_XDP
+// ping-pongs at each latency size (capped at the IB MTU, the largest
+// packet uroce sends), and the AF_XDP blast of IB-MTU packets, the
+// frames write_bw and read_bw move.
+func (sb *sideBySide) floors(mtu, pm int, va, vb netns.Veth, a, b netip.Addr) error {
+	cfg := rawbench.Config{Iters: sb.latIters}
+	for _, size := range sbsLatSizes {
+		s := min(size, pm)
+		for _, f := range []struct {
+			name string
+			run  func(rawbench.Config, netns.Veth, netns.Veth, netip.Addr, netip.Addr, int) (rawbench.Result, error)
+		}{{"raw-xdp", rawbench.XDP}, {"raw-udp", rawbench.UDP}} {
+			r, err := f.run(cfg, va, vb, a, b, s)
+			if err != nil {
+				return fmt.Errorf("%s floor, %d bytes: %w", f.name, s, err)
+			}
+			sb.add(sbsKey{mtu, "floor-rtt", size, f.name}, us(r.P50))
+		}
+	}
+	r, err := rawbench.XDP(rawbench.Config{Blast: sb.blast}, va, vb, a, b, pm)
+	if err != nil {
+		return fmt.Errorf("raw-xdp blast, %d bytes: %w", pm, err)
+	}
+	// Payload bits, as uroce-perf's bandwidth counts message bytes.
+	sb.add(sbsKey{mtu, "floor-blast", pm, "raw-xdp"}, r.PPS*float64(pm)*8/1e9)
+	return nil
+}
+
+func us(d time.Duration) float64 { return float64(d) / 1e3 }
+
+// uroce runs one test between the namespaces and records the client's
+// t_typical (µs) or average bandwidth (Gbit/s). With allocs it first runs
+// a short pass of the same test, and takes the steady state's allocations
+// per operation as the difference of the two passes' (both ends, this
+// process) over the difference of their iterations: what setup allocates
+// cancels out. A failed run is noted in the table, not fatal.
+func (sb *sideBySide) uroce(allocs bool, mtu int, l, test string, size, iters int, va, vb netns.Veth, srv netip.Addr) {
+	key := sbsKey{mtu, test, size, l}
+	run := func(n int) (float64, uint64, error) {
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		v, err := sb.pass(l, test, size, n, va, vb, srv)
+		runtime.ReadMemStats(&m1)
+		return v, m1.Mallocs - m0.Mallocs, err
+	}
+	var short uint64
+	const shortIters = 100
+	var err error
+	if allocs {
+		_, short, err = run(shortIters)
+	}
+	var v float64
+	var long uint64
+	if err == nil {
+		v, long, err = run(iters)
+	}
+	if err != nil {
+		sb.errs = append(sb.errs, fmt.Sprintf("MTU %d %s %d B over %s: %v", mtu, test, size, l, err))
+		return
+	}
+	c := sb.add(key, v)
+	if allocs {
+		c.allocs = max(0, (float64(long)-float64(short))/float64(iters-shortIters))
+	}
+}
+
+// pass runs one uroce-perf test: the server on vb, the client on va, the
+// devices and the exchange's TCP connection opened in their namespaces.
+func (sb *sideBySide) pass(l, test string, size, iters int, va, vb netns.Veth, srv netip.Addr) (float64, error) {
+	k, _ := kindByName(test)
+	flags := []string{"--link", l, "-s", strconv.Itoa(size), "-n", strconv.Itoa(iters), "--timeout", "20s"}
+	srvCfg, err := parseArgs(k, append(flags, "-d", vb.Name), io.Discard)
+	if err != nil {
+		return 0, err
+	}
+	cliCfg, err := parseArgs(k, append(flags, "-d", va.Name, srv.String()), io.Discard)
+	if err != nil {
+		return 0, err
+	}
+	var e pairEnds
+	defer func() {
+		if e.ln != nil {
+			e.ln.Close()
+		}
+		if e.srvDev != nil {
+			e.srvDev.Close()
+		}
+		if e.cliDev != nil {
+			e.cliDev.Close()
+		}
+	}()
+	open := func(cfg *config) (err error) {
+		addr, err := localAddr(cfg)
+		if err != nil {
+			return err
+		}
+		return rawbench.RetryBusy(func() (err error) {
+			if cfg.peer == "" {
+				e.srvDev, e.srvName, err = openDevice(cfg, addr)
+			} else {
+				e.cliDev, e.cliName, err = openDevice(cfg, addr)
+			}
+			return err
+		})
+	}
+	if err := vb.NS.Do(func() (err error) {
+		if err = open(srvCfg); err != nil {
+			return err
+		}
+		e.ln, err = net.Listen("tcp", net.JoinHostPort(srv.String(), "0"))
+		return err
+	}); err != nil {
+		return 0, fmt.Errorf("server side: %w", err)
+	}
+	if err := va.NS.Do(func() error { return open(cliCfg) }); err != nil {
+		return 0, fmt.Errorf("client side: %w", err)
+	}
+	e.dial = func() (c net.Conn, err error) {
+		err = va.NS.Do(func() error {
+			c, err = dial(context.Background(), e.ln.Addr().String(), 10*time.Second)
+			return err
+		})
+		return c, err
+	}
+	fmt.Fprintf(sb.verbose, "\n=== %s %d B over %s\n", test, size, l)
+	pc, err := e.run(context.Background(), srvCfg, cliCfg, io.Discard, sb.verbose)
+	if err != nil {
+		return 0, err
+	}
+	if k.bw {
+		if len(pc.ClientBW) != 1 {
+			return 0, fmt.Errorf("%d bandwidth reports", len(pc.ClientBW))
+		}
+		return pc.ClientBW[0].Avg * (1 << 20) * 8 / 1e9, nil // MiB/s to Gbit/s
+	}
+	if len(pc.ClientLat) != 1 {
+		return 0, fmt.Errorf("%d latency reports", len(pc.ClientLat))
+	}
+	return pc.ClientLat[0].Typical, nil
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// print writes the one table: per MTU, the floors, then each test and
+// backend with its ratios to the floors and its allocations per operation,
+// and a verdict where issue 5 sets a target.
+func (sb *sideBySide) print(w io.Writer, env string, took time.Duration) {
+	fmt.Fprintf(w, "uroce-perf bench: %s\n", env)
+	fmt.Fprintf(w, "medians of %d rounds; latency %d iterations, bandwidth %d iterations of %d B; took %.0f s\n",
+		sb.rounds, sb.latIters, sb.bwIters, sbsBWSize, took.Seconds())
+	fmt.Fprintf(w, "xdp floor: raw AF_XDP busy-poll (one-way = half the round trip; read_lat is set against the whole round trip); udp floor: kernel UDP busy-poll\n\n")
+	fmt.Fprintf(w, "%-5s %-10s %6s %-9s %12s %9s %9s %9s  %s\n", "MTU", "test", "size", "link", "result", "/xdp", "/udp", "allocs/op", "target")
+	for _, mtu := range sb.mtus {
+		pm := ibMTU(mtu)
+		floor := func(size int, name string) float64 {
+			if c := sb.cells[sbsKey{mtu, "floor-rtt", size, name}]; c != nil {
+				return median(c.vals)
+			}
+			return 0
+		}
+		for _, size := range sbsLatSizes {
+			x, u := floor(size, "raw-xdp"), floor(size, "raw-udp")
+			note := ""
+			if size > pm {
+				note = fmt.Sprintf("(one %d B packet)", pm)
+			}
+			fmt.Fprintf(w, "%-5d %-10s %6d %-9s %9.2f us %9s %9s %9s  %s\n", mtu, "floor rtt/2", size, "raw-xdp", x/2, "1.00", ratio(x, u), "", note)
+			fmt.Fprintf(w, "%-5d %-10s %6d %-9s %9.2f us %9s %9s %9s  %s\n", mtu, "floor rtt/2", size, "raw-udp", u/2, ratio(u, x), "1.00", "", note)
+		}
+		var blast float64
+		if c := sb.cells[sbsKey{mtu, "floor-blast", pm, "raw-xdp"}]; c != nil {
+			blast = median(c.vals)
+			fmt.Fprintf(w, "%-5d %-10s %6d %-9s %7.2f Gb/s %9s %9s %9s  %s\n", mtu, "blast", pm, "raw-xdp", blast, "1.00", "", "", "payload Gbit/s")
+		}
+		for _, test := range append(slices.Clone(sbsLatTests), sbsBWTests...) {
+			k, _ := kindByName(test)
+			sizes := sbsLatSizes
+			if k.bw {
+				sizes = []int{sbsBWSize}
+			}
+			for _, size := range sizes {
+				for _, l := range sb.links {
+					c := sb.cells[sbsKey{mtu, test, size, l}]
+					if c == nil {
+						fmt.Fprintf(w, "%-5d %-10s %6d %-9s %12s\n", mtu, test, size, l, "failed")
+						continue
+					}
+					v := median(c.vals)
+					al := "-"
+					if c.allocs >= 0 {
+						al = fmt.Sprintf("%.2f", c.allocs)
+					}
+					if k.bw {
+						verdict := ""
+						if test == "write_bw" && l == "afxdp" {
+							verdict = target(v >= 0.80*blast, "≥ 0.80 of blast")
+						}
+						fmt.Fprintf(w, "%-5d %-10s %6d %-9s %7.2f Gb/s %9s %9s %9s  %s\n", mtu, test, size, l, v, ratio(v, blast), "", al, verdict+allocVerdict(c.allocs))
+						continue
+					}
+					// A write or send latency is half a round trip; a
+					// read's is a whole one.
+					x, u := floor(size, "raw-xdp")/2, floor(size, "raw-udp")/2
+					if !k.roundTrip() {
+						x, u = 2*x, 2*u
+					}
+					verdict := ""
+					if test == "write_lat" && l == "afxdp" {
+						verdict = target(v <= 1.25*x && v < u, "≤ 1.25× xdp, < udp")
+					}
+					fmt.Fprintf(w, "%-5d %-10s %6d %-9s %9.2f us %9s %9s %9s  %s\n", mtu, test, size, l, v, ratio(v, x), ratio(v, u), al, verdict+allocVerdict(c.allocs))
+				}
+			}
+		}
+	}
+	for _, e := range sb.errs {
+		fmt.Fprintf(w, "failed: %s\n", e)
+	}
+}
+
+func ratio(v, base float64) string {
+	if base == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", v/base)
+}
+
+func target(ok bool, what string) string {
+	if ok {
+		return "ok (" + what + ") "
+	}
+	return "MISSED (" + what + ") "
+}
+
+// allocVerdict flags a cell that allocates in steady state; the
+// differences of two passes leave a few hundredths of noise (runtime
+// and resolver goroutines).
+func allocVerdict(a float64) string {
+	if a >= 0.05 {
+		return "ALLOCATES"
+	}
+	return ""
+}
