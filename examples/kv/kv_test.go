@@ -226,9 +226,10 @@ func TestConcurrentNoTornValue(t *testing.T) {
 	t.Logf("%d puts, gets %v, %d READs retried", keys*writes, gets, cli.Retries())
 }
 
-// TestRun runs the example program briefly.
+// TestRun runs the example program briefly, serving -metrics on a free
+// port.
 func TestRun(t *testing.T) {
-	if err := run(0, 50, 200*time.Millisecond); err != nil {
+	if err := run(0, 50, 200*time.Millisecond, "127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}
 }

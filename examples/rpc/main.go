@@ -10,20 +10,24 @@ import (
 	"fmt"
 	"log"
 	"net"
+	"os"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/uroce/uroce/examples/internal/loopback"
+	"github.com/uroce/uroce/examples/internal/metricsflag"
 	"github.com/uroce/uroce/examples/internal/rpc"
+	"github.com/uroce/uroce/verbs"
 )
 
 func main() {
 	port := flag.Uint("port", 0, "UDP port both devices use (0: a free one)")
 	n := flag.Int("n", 5000, "round trips per latency measurement")
 	par := flag.Int("c", 16, "concurrent callers for requests/s")
+	metricsAddr := flag.String("metrics", "", metricsflag.Usage)
 	flag.Parse()
-	if err := run(uint16(*port), *n, *par, []int{64, 1024, 16 << 10}); err != nil {
+	if err := run(uint16(*port), *n, *par, []int{64, 1024, 16 << 10}, *metricsAddr); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -34,13 +38,18 @@ type result struct {
 	rate     float64 // requests/s with par callers
 }
 
-func run(port uint16, n, par int, sizes []int) error {
+func run(port uint16, n, par int, sizes []int, metricsAddr string) error {
 	dc, ds, err := loopback.Pair(port)
 	if err != nil {
 		return err
 	}
 	defer dc.Close()
 	defer ds.Close()
+	ms, err := metricsflag.Serve(metricsAddr, os.Stdout, map[string]*verbs.Device{"client": dc, "server": ds})
+	if err != nil {
+		return err
+	}
+	defer ms.Close()
 	cfg := rpc.Config{Slots: 64, MaxMsg: 16 << 10}
 	srv := rpc.NewServer(ds, cfg, func(_ uint16, req, resp []byte) (int, uint16) { return copy(resp, req), 0 })
 	defer srv.Close()
