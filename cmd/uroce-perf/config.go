@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/uroce/uroce/pkg/metrics"
 	"github.com/uroce/uroce/pkg/perftest"
 )
 
@@ -106,6 +107,11 @@ type config struct {
 	sizeList []int
 	// timeout is the stall detector's limit, never a measurement.
 	timeout time.Duration
+	// metrics, when set, is where /metrics is served during the test
+	// (metrics.go); metricsDone, when set, is called at the end, while
+	// the server still serves (tests).
+	metrics     string
+	metricsDone func(*metrics.Server)
 }
 
 // allSizes are the sizes of -a: 2 B to 8 MiB, as perftest's RUN_ALL loop
@@ -177,6 +183,7 @@ func parseArgs(k kind, args []string, errOut io.Writer) (*config, error) {
 	fs.StringVar(&c.jsonTo, "out_json_file", "perftest_out.json", "file for --out_json (- is standard output)")
 	fs.BoolVar(&c.stats, "stats", false, "print the transport counters (packets, retransmissions, NAKs) after the report")
 	fs.DurationVar(&c.timeout, "timeout", time.Minute, "give up when the peer makes no progress for this long")
+	fs.StringVar(&c.metrics, "metrics", "", "serve Prometheus metrics at http://`addr`/metrics during the test, e.g. :9090")
 	for {
 		if err := fs.Parse(args); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrUsage, err)

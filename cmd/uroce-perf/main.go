@@ -110,6 +110,11 @@ func runWith(ctx context.Context, cfg *config, ln net.Listener, stdout io.Writer
 func runOn(conn net.Conn, cfg *config, dev *verbs.Device, name string, stdout io.Writer) (*printer, error) {
 	server := cfg.peer == ""
 	out := &printer{w: stdout, cfg: cfg, device: name}
+	stop, err := serveMetrics(cfg, dev, name)
+	if err != nil {
+		return out, err
+	}
+	defer stop()
 	mtu := perftest.MTUFromBytes(cfg.mtu)
 	if mtu == 0 {
 		mtu = perftest.MTUFromBytes(min(dev.MaxPathMTU(), 4096))
