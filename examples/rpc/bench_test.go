@@ -8,6 +8,7 @@ import (
 
 	"github.com/uroce/uroce/examples/internal/loopback"
 	"github.com/uroce/uroce/examples/internal/rpc"
+	"github.com/uroce/uroce/verbs"
 )
 
 // BenchmarkRoundTrip measures one caller's echo round trip over uroce and
@@ -21,6 +22,18 @@ func BenchmarkRoundTrip(b *testing.B) {
 	}
 	defer dc.Close()
 	defer ds.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	roundTrips(b, dc, ds, ln, dialTCP)
+}
+
+// roundTrips is the body of the round-trip benchmarks: an RPC client on
+// dc, its server on ds, and the TCP echo served on ln and reached with
+// dial (the AF_XDP benchmark puts each side in its own namespace).
+func roundTrips(b *testing.B, dc, ds *verbs.Device, ln net.Listener, dial func(addr string) (*tcpClient, error)) {
 	cfg := rpc.Config{Slots: 64, MaxMsg: 16 << 10}
 	srv := rpc.NewServer(ds, cfg, func(_ uint16, req, resp []byte) (int, uint16) { return copy(resp, req), 0 })
 	defer srv.Close()
@@ -36,13 +49,8 @@ func BenchmarkRoundTrip(b *testing.B) {
 	if err := cli.Connect(ep); err != nil {
 		b.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ln.Close()
 	go serveTCP(ln)
-	tc, err := dialTCP(ln.Addr().String())
+	tc, err := dial(ln.Addr().String())
 	if err != nil {
 		b.Fatal(err)
 	}
