@@ -48,6 +48,13 @@ type DCQCNParams struct {
 	G uint32
 	// AlphaPeriod is the α update period (DCE_TCP_RTT; the paper's K).
 	AlphaPeriod time.Duration
+	// AlphaPeriodic updates α once per AlphaPeriod on a fixed schedule,
+	// as the firmware does: up (α·G/1024 + 1024−G) if a CNP came in the
+	// period, down (α·G/1024) if none did, never both. Without it α rises
+	// on every CNP and decays for each AlphaPeriod with none, the period
+	// restarting at the CNP, as the paper words it (§3.1: "if the RP
+	// does not get feedback for K time units").
+	AlphaPeriodic bool
 	// RateReduceMonitorPeriod is the least time between two cuts; CNPs
 	// within it are folded into one cut at its end
 	// (RATE_REDUCE_MONITOR_PERIOD). 0 cuts on every CNP.
@@ -78,6 +85,7 @@ func FirmwareDCQCN() DCQCNParams {
 		RateToSetOnFirstCNP:      0,
 		G:                        1019,
 		AlphaPeriod:              1 * time.Microsecond,
+		AlphaPeriodic:            true,
 		RateReduceMonitorPeriod:  4 * time.Microsecond,
 		InitialAlpha:             1023,
 		ClampTgtRate:             false,
@@ -151,6 +159,9 @@ type DCQCN struct {
 	rc, rt  Rate   // current and target rate
 	alpha   uint32 // 10-bit fixed point
 	alphaAt time.Time
+	// alphaUp: a CNP raised α in the period that began at alphaAt
+	// (AlphaPeriodic), so that period ends without a decay.
+	alphaUp bool
 
 	lastCut    time.Time
 	cutPending bool // a CNP came within RateReduceMonitorPeriod of lastCut
@@ -180,6 +191,11 @@ func (d *DCQCN) Params() DCQCNParams { return d.p }
 func (d *DCQCN) OnCNP(now time.Time) {
 	d.ctr.RPCNPHandled++
 	d.OnTimer(now) // increases due before the CNP happen first
+	if d.limited && d.p.AlphaPeriodic {
+		// The firmware raises α for every period with a CNP, whether
+		// or not the CNP cuts the rate now.
+		d.alphaCNP(now)
+	}
 	if d.limited && d.p.RateReduceMonitorPeriod > 0 && now.Sub(d.lastCut) < d.p.RateReduceMonitorPeriod {
 		d.cutPending = true
 		return
@@ -192,12 +208,14 @@ func (d *DCQCN) OnCNP(now time.Time) {
 // RPG_MIN_DEC_FAC and RPG_MIN_RATE. It restarts the increase timer and byte
 // counter and the fast recovery count.
 func (d *DCQCN) cut(now time.Time) {
-	if !d.limited {
+	first := !d.limited
+	if first {
 		// First CNP: the firmware allocates a rate limiter starting from
 		// INITIAL_ALPHA_VALUE and RATE_TO_SET_ON_FIRST_CNP.
 		d.limited = true
 		d.alpha = d.p.InitialAlpha
 		d.alphaAt = now
+		d.alphaUp = false
 		d.rc, d.rt = d.line, d.line
 		if r := d.p.RateToSetOnFirstCNP; r != 0 {
 			d.rc = clampRate(r, d.p.MinRate, d.line)
@@ -209,10 +227,19 @@ func (d *DCQCN) cut(now time.Time) {
 	if d.p.ClampTgtRate || (d.p.ClampTgtRateAfterTimeInc && d.timeInc) || d.rt < d.rc {
 		d.rt = d.rc
 	}
-	d.decayAlpha(now)
 	// The issue and the firmware update α on the CNP, then cut with it.
-	d.alpha = min(alphaMax, d.alpha*d.p.G>>10+(alphaOne-d.p.G))
-	d.alphaAt = now
+	switch {
+	case d.p.AlphaPeriodic && first:
+		d.alphaCNP(now)
+	case d.p.AlphaPeriodic:
+		// OnCNP counted the CNPs; a cut deferred to the end of the
+		// monitor period settles α as of then.
+		d.decayAlpha(now)
+	default:
+		d.decayAlpha(now)
+		d.alpha = min(alphaMax, d.alpha*d.p.G>>10+(alphaOne-d.p.G))
+		d.alphaAt = now
+	}
 	old := d.rc
 	r := old - Rate(uint64(old)*uint64(d.alpha)>>d.p.GD)
 	floor := Rate(uint64(old) * uint64(d.p.MinDecFac) / 100)
@@ -238,12 +265,30 @@ func (d *DCQCN) decayAlpha(now time.Time) {
 	if n <= 0 {
 		return
 	}
+	decays := n
+	if d.alphaUp {
+		// The first period had a CNP: it ended with α up, not down.
+		decays--
+	}
 	a := d.alpha
-	for i := int64(0); i < n && a > 0; i++ {
+	for i := int64(0); i < decays && a > 0; i++ {
 		a = a * d.p.G >> 10
 	}
 	d.alpha = a
 	d.alphaAt = d.alphaAt.Add(time.Duration(n) * d.p.AlphaPeriod)
+	d.alphaUp = false
+}
+
+// alphaCNP counts a CNP in the α period that holds now (AlphaPeriodic): the
+// periods that ended before it are settled, and the period's one increase
+// is applied now, so that a cut at now uses it. A second CNP in the same
+// period changes nothing.
+func (d *DCQCN) alphaCNP(now time.Time) {
+	d.decayAlpha(now)
+	if !d.alphaUp {
+		d.alpha = min(alphaMax, d.alpha*d.p.G>>10+(alphaOne-d.p.G))
+		d.alphaUp = true
+	}
 }
 
 // increase is one rate increase event of DCQCN §3.1 (after QCN): fast
@@ -335,10 +380,10 @@ func (d *DCQCN) Alpha(now time.Time) uint32 {
 	if !d.limited && d.alpha == 0 {
 		return 0
 	}
-	saved, savedAt := d.alpha, d.alphaAt
+	saved, savedAt, savedUp := d.alpha, d.alphaAt, d.alphaUp
 	d.decayAlpha(now)
 	a := d.alpha
-	d.alpha, d.alphaAt = saved, savedAt
+	d.alpha, d.alphaAt, d.alphaUp = saved, savedAt, savedUp
 	return a
 }
 

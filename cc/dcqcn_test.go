@@ -56,10 +56,12 @@ func TestDCQCNAlphaFixedPoint(t *testing.T) {
 		reads []time.Duration
 		want  []uint32
 	}{
-		// Firmware: G = 1019, one decay per µs: 1023 → 1018 → 1013 → 1008 → 1003.
+		// Firmware: G = 1019, one update per µs; the CNP's own
+		// period [0, 1 µs) ends with α up, the next ones down:
+		// 1023 → 1023 → 1018 → 1013 → 1008.
 		{"firmware decay", cc.FirmwareDCQCN(),
 			[]time.Duration{0, 999 * time.Nanosecond, 1 * us, 2 * us, 3 * us, 4 * us},
-			[]uint32{1023, 1023, 1018, 1013, 1008, 1003}},
+			[]uint32{1023, 1023, 1023, 1018, 1013, 1008}},
 		// Paper: g = 1/256 (G = 1020), one decay per 55 µs.
 		{"paper decay", cc.PaperDCQCN(),
 			[]time.Duration{54 * us, 55 * us, 109 * us, 110 * us},
@@ -77,17 +79,81 @@ func TestDCQCNAlphaFixedPoint(t *testing.T) {
 		})
 	}
 
-	// A second CNP at 4 µs: α decays four times to 1003, then rises:
-	// 1003·1019>>10 + 5 = 998 + 5 = 1003; the cut uses the new α.
+	// A second CNP at 4 µs: the periods [1, 2), [2, 3) and [3, 4) µs
+	// had none, so α decays three times to 1008, then the period of
+	// the CNP raises it: 1008·1019>>10 + 5 = 1003 + 5 = 1008; the cut
+	// uses the new α.
 	d := newDCQCN(t, cc.FirmwareDCQCN(), 40*cc.Gbps)
 	d.OnCNP(t0)
 	rc1 := d.Rate()
 	d.OnCNP(at(4 * us))
-	if a := d.Alpha(at(4 * us)); a != 1003 {
-		t.Fatalf("α after second CNP = %d, want 1003", a)
+	if a := d.Alpha(at(4 * us)); a != 1008 {
+		t.Fatalf("α after second CNP = %d, want 1008", a)
 	}
-	if got, want := d.Rate(), cutOf(rc1, 1003); got != want {
+	if got, want := d.Rate(), cutOf(rc1, 1008); got != want {
 		t.Fatalf("Rc after second CNP = %d, want %d", got, want)
+	}
+}
+
+// The firmware updates α once per DCE_TCP_RTT, up if the period had a CNP
+// and down if not, never both: under CNPs every 5 µs (one period up, four
+// down) α settles where four 10-bit decays balance one increase, near
+// 1024·5/(1024·(1−(1019/1024)^4)) ≈ 250. Counting a decay in the CNP's own
+// period too (the paper's wording, AlphaPeriodic off) would leave one
+// increase of 5 against five decays of at least 1: α sinks to a few
+// units and the cuts to a fraction of a percent.
+func TestDCQCNAlphaUnderSteadyCNPs(t *testing.T) {
+	paperAlpha := cc.FirmwareDCQCN()
+	paperAlpha.AlphaPeriodic = false
+	tests := []struct {
+		name   string
+		p      cc.DCQCNParams
+		lo, hi uint32
+	}{
+		{"firmware", cc.FirmwareDCQCN(), 200, 300},
+		{"decay in the CNP's period", paperAlpha, 0, 10},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := newDCQCN(t, tt.p, 40*cc.Gbps)
+			var now time.Time
+			for k := range 2000 { // 10 ms
+				now = at(time.Duration(k) * 5 * us)
+				d.OnCNP(now)
+			}
+			if a := d.Alpha(now); a < tt.lo || a > tt.hi {
+				t.Errorf("α after 10 ms of CNPs every 5 µs = %d, want %d..%d", a, tt.lo, tt.hi)
+			}
+		})
+	}
+}
+
+// The firmware defaults under steady congestion: cuts every 4 µs keep the
+// 300 µs timer from ever firing, so CLAMP_TGT_RATE_AFTER_TIME_INC never
+// lowers Rt, which stays at line rate; once the CNPs stop, the first
+// 32 KiB byte counter event (RPG_THRESHOLD 1: fast recovery) takes Rc
+// halfway back to it, and the next one adds R_AI first. This is the
+// behaviour behind the firmware preset's queue in cmd/uroce-ccsim.
+func TestDCQCNFirmwareTargetUnderSteadyCNPs(t *testing.T) {
+	p := cc.FirmwareDCQCN()
+	line := 40 * cc.Gbps
+	d := newDCQCN(t, p, line)
+	var now time.Time
+	for k := range 250 { // 1 ms
+		now = at(time.Duration(k) * 4 * us)
+		d.OnCNP(now)
+		if d.TargetRate() != line {
+			t.Fatalf("CNP %d: Rt %v, want line rate", k, d.TargetRate())
+		}
+	}
+	rc := d.Rate()
+	if rc > line/4 {
+		t.Fatalf("Rc %v after 1 ms of CNPs", rc)
+	}
+	now = now.Add(us)
+	d.OnSent(now, int(p.ByteReset))
+	if want := (line + rc) / 2; d.Rate() != want {
+		t.Fatalf("first byte counter event: Rc %v, want %v", d.Rate(), want)
 	}
 }
 
@@ -244,8 +310,10 @@ func TestDCQCNRateReduceMonitorPeriod(t *testing.T) {
 	if got := d.NextTimer(); !got.Equal(at(4 * us)) {
 		t.Fatalf("NextTimer = %v, want 4µs", got.Sub(t0))
 	}
+	// α: up in [0, 1), [1, 2) and [2, 3) µs, which had CNPs, down once
+	// in [3, 4): 1018. The deferred cut is no CNP of its own.
 	d.OnTimer(at(4 * us))
-	if got, want := d.Rate(), cutOf(rc1, 1003); got != want {
+	if got, want := d.Rate(), cutOf(rc1, 1018); got != want {
 		t.Fatalf("deferred cut: Rc %d, want %d", got, want)
 	}
 	if got := d.NextTimer(); !got.Equal(at(4*us + 300*us)) {
