@@ -23,7 +23,7 @@ func main() {
 	p := DefaultParams()
 	var (
 		scenario = flag.String("scenario", "all", "scenario: all, or one of fair2, incast8, incast16, joinleave")
-		algos    = flag.String("algo", "all", "comma-separated algorithms: dcqcn, dcqcn-clamp, dcqcn-paper, timely, swift, none; or all")
+		algos    = flag.String("algo", "all", "comma-separated algorithms: dcqcn, dcqcn-clamp, dcqcn-nobc, dcqcn-paper, timely, swift, none; or all")
 		out      = flag.String("out", "", "directory for CSV and PNG output (none if empty)")
 		gbps     = flag.Float64("rate", 40, "link rate, Gb/s")
 		scale    = flag.Float64("scale", 1, "stretch every scenario's times by this factor")
@@ -106,7 +106,25 @@ func printTable(w io.Writer, rs []Result) {
 	tw.Flush()
 	fmt.Fprintf(w, "\nJain: least over phases with 2+ flows, of mean throughputs over each phase's second half.\n"+
 		"converge: worst time from a phase's start until every flow's 1 ms throughput stays within %.0f%% of its fair share.\n", 100*convergeTol)
+	for _, r := range rs {
+		if r.Algo == "dcqcn" {
+			fmt.Fprint(w, firmwareNote)
+			break
+		}
+	}
 }
+
+// firmwareNote explains the firmware preset's queue under the table (the
+// evidence is in package cc's documentation and TestFirmwareByteCounter).
+const firmwareNote = `
+dcqcn is ConnectX's firmware defaults, and its queue rides PFC's pause threshold because of
+those defaults, not a misreading of them: RPG_BYTE_RESET is 32767 bytes (one increase event
+per 6.5 µs at 40 Gb/s; the paper's is 10 MB) and RPG_THRESHOLD 1 lets the first event after a
+cut recover halfway to the target rate; with CLAMP_TGT_RATE 0 and CLAMP_TGT_RATE_AFTER_TIME_INC 1
+the target rate falls on a CNP only after a 300 µs timer increase, which cuts every few µs never
+allow, so it stays at line rate (RATE_TO_SET_ON_FIRST_CNP 0). Any lull in the marks sends every
+flow back near line rate within tens of µs. dcqcn-nobc, the same with RPG_BYTE_RESET 0, shows it.
+`
 
 func writeCSV(name string, r *Record) error {
 	f, err := os.Create(name)

@@ -46,6 +46,11 @@ func Algos(p Params) []Algo {
 	// as the paper's algorithm does.
 	clamp := fw
 	clamp.DCQCN.ClampTgtRate = true
+	// The firmware preset without its byte counter (RPG_BYTE_RESET 0):
+	// the timer alone raises the rate, which shows what the 32 KiB byte
+	// counter does to the queue (see the note under the table).
+	nobc := fw
+	nobc.DCQCN.ByteReset = 0
 	sw := cc.DefaultConfig(cc.KindSwift, p.LinkRate)
 	sw.Swift.MSS = p.MTU
 	// Swift's target is the fabric's base RTT plus the queueing it allows
@@ -55,6 +60,7 @@ func Algos(p Params) []Algo {
 	return []Algo{
 		{"dcqcn", fw},
 		{"dcqcn-clamp", clamp},
+		{"dcqcn-nobc", nobc},
 		{"dcqcn-paper", paper},
 		{"timely", tm},
 		{"swift", sw},

@@ -47,6 +47,25 @@ func TestDCQCNPaperProperties(t *testing.T) {
 	}
 }
 
+// The firmware preset's queue rides PFC because of its 32 KiB byte counter
+// (the note under the table, package cc's documentation): two flows at
+// 40 Gb/s pause the senders with it and never without it.
+func TestFirmwareByteCounter(t *testing.T) {
+	p := DefaultParams()
+	sc := Scenarios(0.5)[0] // fair2: a second flow joins at 5 ms
+	fw := NewSim(p, algo(t, p, "dcqcn").Cfg, sc.Flows).Run(sc.Duration)
+	nobc := NewSim(p, algo(t, p, "dcqcn-nobc").Cfg, sc.Flows).Run(sc.Duration)
+	rf, rn := Analyse(sc, "dcqcn", fw, p.LinkRate), Analyse(sc, "dcqcn-nobc", nobc, p.LinkRate)
+	t.Logf("firmware %+v", rf)
+	t.Logf("no byte counter %+v", rn)
+	if rf.Pauses == 0 || rn.Pauses != 0 {
+		t.Errorf("PFC pauses: %d with the byte counter, %d without; want some and none", rf.Pauses, rn.Pauses)
+	}
+	if rn.QP99 > p.XOff/2 || rf.QP99 < p.XOff*9/10 {
+		t.Errorf("queue p99 %d B with the byte counter, %d B without; want near XOFF (%d B) and far below it", rf.QP99, rn.QP99, p.XOff)
+	}
+}
+
 // Runs are deterministic for a seed, and the seed matters.
 func TestDeterministic(t *testing.T) {
 	p := DefaultParams()
