@@ -22,6 +22,9 @@ type Dest struct {
 	VAddr uint64
 	GID   [16]byte
 	SRQN  uint32
+	// GIDIndex is the sender's GID index; only the binary form of the
+	// rdma_cm exchange carries it (PutBinary).
+	GIDIndex int32
 }
 
 // GIDAddr returns the GID as an address (IPv4-mapped for RoCEv2 over IPv4).

@@ -36,6 +36,8 @@ var (
 type Conn struct {
 	rw     io.ReadWriter
 	client bool
+	// binary: the rdma_cm exchange (NewCMConn).
+	binary bool
 	// RemoteVersion is the version the peer announced, once Hello ran.
 	RemoteVersion string
 	remote        float64
@@ -136,6 +138,14 @@ func (c *Conn) Hello(mine SysData) (SysData, error) {
 // HandShake exchanges Dest messages (perftest's ctx_hand_shake). The tests
 // call it both to swap QP details and as a barrier.
 func (c *Conn) HandShake(mine Dest) (Dest, error) {
+	if c.binary {
+		var m, r [DestBinaryLen]byte
+		mine.PutBinary(m[:])
+		if err := c.Exchange(m[:], r[:]); err != nil {
+			return Dest{}, fmt.Errorf("handshake: %w", err)
+		}
+		return ParseDestBinary(r[:])
+	}
 	var m, r [destLen]byte
 	mine.put(m[:])
 	if err := c.Exchange(m[:], r[:]); err != nil {
@@ -199,6 +209,9 @@ func (c *Conn) ExchangeBWReports(mine BWReport) (BWReport, error) {
 func (c *Conn) Close(mine Dest) error {
 	if _, err := c.HandShake(mine); err != nil {
 		return fmt.Errorf("close: %w", err)
+	}
+	if c.binary {
+		return nil // ctx_close_connection writes "done" only over TCP
 	}
 	if _, err := c.rw.Write([]byte("done\x00")); err != nil {
 		return fmt.Errorf("perftest: close: %w", err)
