@@ -21,6 +21,11 @@ type RoCEStats struct {
 	MaxPayload int
 	Bad        int     // packets that did not decode or verify
 	Errs       []error // the first few of those, with their frame numbers
+	// Dump is uroce-dump's summary of the same frames; DumpErr says why
+	// it was not clean (malformed packets, bad ICRCs, a count that
+	// differs from package bth's, or uroce-dump failing to run).
+	Dump    DumpSummary
+	DumpErr error
 }
 
 // maxErrs is how many bad packets a RoCEStats describes.
@@ -28,7 +33,9 @@ const maxErrs = 10
 
 // VerifyRoCE decodes every frame with package bth and checks the ICRC of
 // every RoCEv2 packet. Other traffic (ARP, perftest's TCP exchange, IPv6
-// neighbour discovery) is counted in Frames only.
+// neighbour discovery) is counted in Frames only. It then has uroce-dump
+// decode the same frames (Dump) and requires it to find only well-formed
+// packets with good ICRCs, as many as bth found.
 func VerifyRoCE(recs []pcapfile.Record) RoCEStats {
 	s := RoCEStats{Frames: len(recs), Opcodes: map[bth.Opcode]int{}}
 	bad := func(i int, err error) {
@@ -58,15 +65,31 @@ func VerifyRoCE(recs []pcapfile.Record) RoCEStats {
 			s.MaxPayload = max(s.MaxPayload, len(f.Payload()))
 		}
 	}
+	s.Dump, s.DumpErr = Dump(recs)
+	if s.DumpErr == nil {
+		s.DumpErr = s.Dump.check(s.Packets)
+	}
 	return s
 }
 
-// Err is nil when every RoCEv2 packet was good.
+// check requires a clean capture of n RoCEv2 packets.
+func (d DumpSummary) check(n int) error {
+	switch {
+	case d.Malformed != 0 || d.ICRCBad != 0:
+		return fmt.Errorf("uroce-dump: %d malformed packets, %d with a bad ICRC", d.Malformed, d.ICRCBad)
+	case d.RoCE != n:
+		return fmt.Errorf("uroce-dump decoded %d RoCEv2 packets, package bth %d", d.RoCE, n)
+	}
+	return nil
+}
+
+// Err is nil when every RoCEv2 packet was good, to package bth and to
+// uroce-dump.
 func (s RoCEStats) Err() error {
 	if s.Bad == 0 {
-		return nil
+		return s.DumpErr
 	}
-	return fmt.Errorf("%d of %d RoCEv2 packets bad: %w", s.Bad, s.Packets, errors.Join(s.Errs...))
+	return errors.Join(fmt.Errorf("%d of %d RoCEv2 packets bad: %w", s.Bad, s.Packets, errors.Join(s.Errs...)), s.DumpErr)
 }
 
 // String lists the opcodes seen, e.g. "RC_RDMA_WRITE_ONLY×20 RC_ACKNOWLEDGE×20".
@@ -76,5 +99,6 @@ func (s RoCEStats) String() string {
 	for _, op := range slices.Sorted(maps.Keys(s.Opcodes)) {
 		fmt.Fprintf(&b, " %v×%d", op, s.Opcodes[op])
 	}
+	fmt.Fprintf(&b, "; uroce-dump: %d RoCE, %d malformed, %d ICRC bad", s.Dump.RoCE, s.Dump.Malformed, s.Dump.ICRCBad)
 	return b.String()
 }

@@ -48,4 +48,37 @@ func TestVerifyRoCE(t *testing.T) {
 	if s.Bad != 1 || s.Packets != 1143 || s.Err() == nil {
 		t.Errorf("after spoiling one packet: %v, err %v; want 1 bad of 1143", s, s.Err())
 	}
+	if s.Dump.ICRCBad != 1 || s.DumpErr == nil {
+		t.Errorf("uroce-dump after spoiling one packet: %+v, err %v; want 1 bad ICRC", s.Dump, s.DumpErr)
+	}
+}
+
+// TestVerifyRoCEMalformed: a RoCEv2 packet that does not decode (its BTH
+// transport version is not 0) is malformed to uroce-dump too, and the
+// capture check fails on it.
+func TestVerifyRoCEMalformed(t *testing.T) {
+	f, err := pcapfile.ReadFile("../../../testdata/rxe-captures/ib_write_lat.pcap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := f.Records
+	if s := lab.VerifyRoCE(recs); s.Err() != nil || s.Dump.RoCE != s.Packets || s.Dump.Malformed != 0 {
+		t.Fatalf("clean capture: %v, uroce-dump %+v, err %v", s, s.Dump, s.Err())
+	}
+	for i, r := range recs {
+		var fr bth.Frame
+		if fr.Decode(r.Data) != nil {
+			continue
+		}
+		spoilt := append([]byte(nil), r.Data...)
+		// The BTH follows Ethernet, IPv4 and UDP; byte 1 of it holds
+		// the transport header version in its low nibble.
+		spoilt[14+20+8+1] |= 0x0f
+		recs[i].Data = spoilt
+		break
+	}
+	s := lab.VerifyRoCE(recs)
+	if s.Dump.Malformed != 1 || s.DumpErr == nil || s.Err() == nil {
+		t.Errorf("after breaking one BTH: %v, uroce-dump %+v, err %v; want 1 malformed", s, s.Dump, s.DumpErr)
+	}
 }
