@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/uroce/uroce/examples/internal/metricsflag"
 	"github.com/uroce/uroce/verbs"
 )
 
@@ -31,6 +32,7 @@ type options struct {
 	events  bool
 	stats   bool
 	timeout time.Duration
+	metrics string // serve /metrics here while running
 	peer    string // the server's host; empty on the server
 
 	// For tests: a listener to accept on instead of the port, and a
@@ -54,6 +56,7 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 	fs.BoolVar(&o.events, "e", false, "sleep on CQ events (accepted: uroce's CQ.Wait drives the device and sleeps in the link)")
 	fs.BoolVar(&o.stats, "stats", false, "print the QP's counters at the end (uroce only)")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "give up when no completion comes for this long (uroce only)")
+	fs.StringVar(&o.metrics, "metrics", "", metricsflag.Usage+" (uroce only)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage:\n  udpingpong [flags]         start a server and wait for connection\n  udpingpong [flags] <host>  connect to server at <host>\n")
 		fs.PrintDefaults()
@@ -117,6 +120,11 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, p.close()) }()
+	ms, err := metricsflag.Serve(o.metrics, out, map[string]*verbs.Device{"uroce0": d})
+	if err != nil {
+		return err
+	}
+	defer ms.Close()
 	if o.stats {
 		// Runs before close's defer: the QP is still there, and a
 		// failed run prints its counters too.
