@@ -45,6 +45,12 @@
 // 40-byte GRH area of the next receive WQE, or is dropped and counted. The
 // GSI QP is QP1, steered to by DestQP 1, with the fixed Q_Key 0x80010000.
 //
+// A shared receive queue (srq.go, QPConfig.SRQ) holds receive WQEs for
+// many QPs: the responder copies the oldest into the QP when a message
+// starts (as rxe's get_srq_wqe does), answers RNR NAKs while it is empty,
+// and raises EventSRQLimitReached through Engine.OnAsyncEvent once the
+// armed limit is crossed.
+//
 // Registered memory (MR) is a Go byte slice at a virtual address the caller
 // chooses; the responder only ever copies inside [Addr, Addr+len) of an MR
 // whose key, protection domain and access flags allow it.

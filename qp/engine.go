@@ -79,6 +79,9 @@ type Engine struct {
 	// Addr is the port's own address, written as the destination into
 	// the GRH of a received datagram when the link does not report it.
 	Addr netip.Addr
+	// OnAsyncEvent, when set, receives the asynchronous events
+	// (ibv_get_async_event's), by the engine's owner, as they happen.
+	OnAsyncEvent func(AsyncEvent)
 	// gsi is QP1, if created.
 	gsi *QP
 	grh [GRHLen]byte
@@ -104,6 +107,9 @@ func NewEngine(port Port) *Engine {
 func (e *Engine) CreateQP(cfg QPConfig) (*QP, error) {
 	if cfg.SendCQ == nil || cfg.RecvCQ == nil || cfg.MaxSendWR < 1 || cfg.MaxRecvWR < 0 || cfg.MaxInline < 0 {
 		return nil, fmt.Errorf("create QP: %w: CQs and a send queue are required", ErrBadAttr)
+	}
+	if s := cfg.SRQ; s != nil && (s.e != e || s.gone || s.cfg.PD != cfg.PD) {
+		return nil, fmt.Errorf("create QP: %w: SRQ of another engine or PD, or destroyed", ErrBadAttr)
 	}
 	switch cfg.Type {
 	case 0:
@@ -159,6 +165,12 @@ func (e *Engine) CreateQP(cfg QPConfig) (*QP, error) {
 		w.sge = make([]SGE, 0, cfg.MaxRecvSGE)
 		w.mrs = make([]*MR, 0, cfg.MaxRecvSGE)
 	}
+	if s := cfg.SRQ; s != nil {
+		q.srq = s
+		q.srqWQE.sge = make([]SGE, 0, s.cfg.MaxSGE)
+		q.srqWQE.mrs = make([]*MR, 0, s.cfg.MaxSGE)
+		s.refs++
+	}
 	q.resp.opcode = opNone
 	q.comp.opcode = opNone
 	q.initType()
@@ -187,6 +199,9 @@ func (e *Engine) DestroyQP(q *QP) error {
 	q.state = StateReset
 	q.cfg.SendCQ.refs--
 	q.cfg.RecvCQ.refs--
+	if q.srq != nil {
+		q.srq.refs--
+	}
 	if q.qpn == GSIQPN {
 		e.gsi = nil
 		return nil

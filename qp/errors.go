@@ -28,6 +28,9 @@ var (
 	ErrNoMR = errors.New("no such memory region")
 	// ErrBadMR means a memory region cannot be registered as asked.
 	ErrBadMR = errors.New("invalid memory region")
+	// ErrHasSRQ means a receive WR was posted to a QP that takes its
+	// receives from a shared receive queue: post it to the SRQ.
+	ErrHasSRQ = errors.New("QP receives from a shared receive queue")
 	// ErrBusy means the object is still in use (a CQ with QPs, an MR
 	// table slot).
 	ErrBusy = errors.New("resource busy")

@@ -20,6 +20,10 @@ type QPConfig struct {
 	MaxSendSGE     int // 0 means 1
 	MaxRecvSGE     int // 0 means 1
 	MaxInline      int
+	// SRQ, when set, is where the QP takes its receive WQEs from;
+	// MaxRecvWR and MaxRecvSGE are then unused. It must be of the QP's
+	// PD.
+	SRQ *SRQ
 	// SignalAll makes every send WR signaled (sq_sig_all).
 	SignalAll bool
 	// CC selects the QP's congestion control; nil means the engine's
@@ -102,6 +106,8 @@ type QP struct {
 	sport   uint16
 	sq      sendQueue
 	rq      recvQueue
+	srq     *SRQ
+	srqWQE  recvWQE // the WQE taken from the SRQ, in progress
 	req     requester
 	comp    completer
 	resp    responder
@@ -195,9 +201,12 @@ func (q *QP) PostSend(wr *SendWR) error {
 }
 
 // PostRecv queues a receive work request. It returns ErrBadState in RESET,
-// ErrQueueFull when MaxRecvWR WRs are outstanding and ErrBadWR for too many
-// SGEs.
+// ErrQueueFull when MaxRecvWR WRs are outstanding, ErrBadWR for too many
+// SGEs and ErrHasSRQ for a QP with an SRQ.
 func (q *QP) PostRecv(wr *RecvWR) error {
+	if q.srq != nil {
+		return fmt.Errorf("post recv on QP %d: %w", q.qpn, ErrHasSRQ)
+	}
 	if !q.state.CanPostRecv() {
 		return fmt.Errorf("post recv on QP %d: %w: %s", q.qpn, ErrBadState, q.state)
 	}
@@ -432,8 +441,7 @@ func (q *QP) completeSend(w *sendWQE) {
 
 // completeRecv retires the receive WQE at the head of the receive queue.
 func (q *QP) completeRecv(st WCStatus, op WCOpcode, byteLen, imm uint32, flags WCFlags) {
-	r := &q.rq
-	w := &r.wqes[r.head&r.mask]
+	w := q.recvWQE()
 	wc := Completion{
 		WRID:    w.id,
 		Status:  st,
@@ -444,7 +452,7 @@ func (q *QP) completeRecv(st WCStatus, op WCOpcode, byteLen, imm uint32, flags W
 		QPN:     q.qpn,
 		SrcQP:   q.attr.DestQPN,
 	}
-	r.head++
+	q.retireRecv()
 	if st == WCSuccess {
 		q.Counters.CompletedRecvs++
 	}

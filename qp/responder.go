@@ -137,13 +137,14 @@ func (e *Engine) respond(q *QP, p *bth.Packet) {
 			if info.Mask&(bth.Read|bth.Atomic) != 0 && len(r.res) == 0 {
 				state = e.classC(q, bth.NAKInvalidRequest, WCRemInvReqErr)
 			} else if info.Mask&bth.ConsumesRecv != 0 && !r.haveWQE {
-				if q.rq.head == q.rq.tail {
+				// An empty receive queue or SRQ: RNR NAK (rxe's
+				// RESPST_ERR_RNR, for the SRQ too).
+				if !q.takeRecv() {
 					state = respErrRNR
 					continue
 				}
 				r.haveWQE = true
 				r.offset = 0
-				q.rq.wqes[q.rq.head&q.rq.mask].mrs = q.rq.wqes[q.rq.head&q.rq.mask].mrs[:0]
 			}
 
 		case respCheckLength:
@@ -331,7 +332,7 @@ func (e *Engine) execute(q *QP, p *bth.Packet, info *bth.OpcodeInfo, psn bth.PSN
 	data := p.Payload()
 	switch {
 	case info.Mask&bth.Send != 0:
-		w := &q.rq.wqes[q.rq.head&q.rq.mask]
+		w := q.recvWQE()
 		if uint64(r.offset)+uint64(len(data)) > uint64(w.length) {
 			// The message overruns the receive buffers: the
 			// receiver sees a local length error, the sender an

@@ -169,7 +169,7 @@ func (e *Engine) receiveDatagram(q *QP, p *bth.Packet, lp *link.Packet) {
 		q.Counters.BadQKey++
 		return
 	}
-	w := q.recvHead()
+	w := q.peekRecv()
 	if w == nil {
 		q.Counters.Dropped++
 		return
@@ -179,9 +179,10 @@ func (e *Engine) receiveDatagram(q *QP, p *bth.Packet, lp *link.Packet) {
 		q.Counters.Dropped++
 		return
 	}
+	q.takeRecv()
+	w = q.recvWQE()
 	grh := e.grh[:]
 	buildGRH(grh, lp, e.Addr, len(p.Bytes()))
-	w.mrs = w.mrs[:0]
 	if !e.scatterRecv(q, w, 0, grh) || !e.scatterRecv(q, w, GRHLen, data) {
 		// A bad local key in the receive WQE: the WQE completes in
 		// error and the QP goes to ERR, as rxe's malformed-WQE path.
@@ -197,15 +198,7 @@ func (e *Engine) receiveDatagram(q *QP, p *bth.Packet, lp *link.Packet) {
 	q.completeDatagram(w, WCSuccess, uint32(GRHLen+len(data)), imm, flags, d.SrcQP(), lp)
 }
 
-// recvHead returns the receive WQE a datagram would fill, or nil.
-func (q *QP) recvHead() *recvWQE {
-	if q.rq.head == q.rq.tail {
-		return nil
-	}
-	return &q.rq.wqes[q.rq.head&q.rq.mask]
-}
-
-// completeDatagram retires the receive WQE at the head with a datagram's
+// completeDatagram retires the receive WQE in progress with a datagram's
 // completion.
 func (q *QP) completeDatagram(w *recvWQE, st WCStatus, byteLen, imm uint32, flags WCFlags, srcQP uint32, lp *link.Packet) {
 	wc := Completion{
@@ -219,7 +212,7 @@ func (q *QP) completeDatagram(w *recvWQE, st WCStatus, byteLen, imm uint32, flag
 		SrcQP:   srcQP,
 		SrcGID:  lp.Remote.Unmap(),
 	}
-	q.rq.head++
+	q.retireRecv()
 	if st == WCSuccess {
 		q.Counters.CompletedRecvs++
 	}
