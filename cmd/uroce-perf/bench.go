@@ -231,7 +231,7 @@ func (b *bench) writeLat(size int, posted []time.Duration) error {
 	for scnt, ccnt, rcnt := 0, 0, 0; scnt < iters || ccnt < iters || rcnt < iters; {
 		if rcnt < iters && !(scnt < 1 && b.server) {
 			rcnt++
-			for b.buf[pollAt] != byte(rcnt) {
+			for polled(b.buf, pollAt) != byte(rcnt) {
 				b.scq.Poll(none[:])
 				if err := b.idle(); err != nil {
 					return fmt.Errorf("write_lat: iteration %d: %w", rcnt, err)

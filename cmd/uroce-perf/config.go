@@ -112,6 +112,9 @@ type config struct {
 	// the server still serves (tests).
 	metrics     string
 	metricsDone func(*metrics.Server)
+	// rdmaCM (-R) connects the QPs by rdma_cm and runs the exchange
+	// over it instead of TCP (rdmacm.go).
+	rdmaCM bool
 }
 
 // allSizes are the sizes of -a: 2 B to 8 MiB, as perftest's RUN_ALL loop
@@ -183,6 +186,8 @@ func parseArgs(k kind, args []string, errOut io.Writer) (*config, error) {
 	fs.StringVar(&c.jsonTo, "out_json_file", "perftest_out.json", "file for --out_json (- is standard output)")
 	fs.BoolVar(&c.stats, "stats", false, "print the transport counters (packets, retransmissions, NAKs) after the report")
 	fs.DurationVar(&c.timeout, "timeout", time.Minute, "give up when the peer makes no progress for this long")
+	fs.BoolVar(&c.rdmaCM, "R", false, "connect QPs with rdma_cm and run the exchange over it instead of TCP")
+	fs.BoolVar(&c.rdmaCM, "rdma_cm", false, "same as -R")
 	fs.StringVar(&c.metrics, "metrics", "", "serve Prometheus metrics at http://`addr`/metrics during the test, e.g. :9090")
 	for {
 		if err := fs.Parse(args); err != nil {

@@ -65,6 +65,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 // runTest runs one side of a test: it opens the device, makes or takes
 // the TCP connection, and runs the exchange.
 func runTest(ctx context.Context, cfg *config, stdout io.Writer) error {
+	if cfg.rdmaCM {
+		return runCMTest(ctx, cfg, stdout)
+	}
 	var ln net.Listener
 	if cfg.peer == "" {
 		var err error

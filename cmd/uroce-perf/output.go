@@ -63,7 +63,11 @@ func (p *printer) Connected(local, remote []perftest.Dest, sys perftest.SysData)
 	if !c.kind.bw && c.kind.verb != verbRead && c.kind.verb != verbAtomic {
 		p.printf(" Max inline data : %d[B]\n", c.inline)
 	}
-	p.printf(" rdma_cm QPs\t : OFF\n Data ex. method : Ethernet\n")
+	if c.rdmaCM {
+		p.printf(" rdma_cm QPs\t : ON\n Data ex. method : rdma_cm\n")
+	} else {
+		p.printf(" rdma_cm QPs\t : OFF\n Data ex. method : Ethernet\n")
+	}
 	p.printf(perftest.ResultLine)
 	for i := range local {
 		p.dest("local", local[i])

@@ -52,6 +52,9 @@ type session struct {
 	server bool
 	// sys is the side's own system data offered in Hello.
 	sys perftest.SysData
+	// cmConnect, with -R, connects the QPs by rdma_cm once they exist
+	// (rdmacm.go); Connect then only learns the peer's buffers.
+	cmConnect func(sys perftest.SysData) error
 }
 
 // run performs the test and, with -stats, reports the counters whether
@@ -81,6 +84,11 @@ func (s *session) exchange() error {
 	mine, err := s.r.Setup(sys)
 	if err != nil {
 		return err
+	}
+	if s.cmConnect != nil {
+		if err := s.cmConnect(sys); err != nil {
+			return err
+		}
 	}
 	q := len(mine)
 	rem := make([]perftest.Dest, q)
