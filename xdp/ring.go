@@ -177,6 +177,12 @@ func (x *TXRing) Produce(descs []Desc) int { return x.r.produce(descs) }
 // Free returns how many descriptors Produce can take now.
 func (x *TXRing) Free() int { return int(x.r.free(x.r.size)) }
 
+// FreeAtLeast returns how many descriptors Produce can take, reading the
+// kernel's consumer index (a cache line the kernel writes) only when the
+// cached view holds fewer than n: the room a batch needs usually is
+// already known from the last read (libxdp's xsk_prod_nb_free).
+func (x *TXRing) FreeAtLeast(n int) int { return int(x.r.free(uint32(n))) }
+
 // Size is the ring's capacity.
 func (x *TXRing) Size() int { return int(x.r.size) }
 

@@ -113,3 +113,30 @@ func TestNeedWakeupFlag(t *testing.T) {
 		t.Fatal("flag set but no NeedWakeup")
 	}
 }
+
+// TestTXFreeAtLeast: FreeAtLeast answers from the cached view while it
+// holds enough room, never more than is really free, and reads the
+// kernel's consumer index when asked for more than the view holds.
+func TestTXFreeAtLeast(t *testing.T) {
+	r, idx := newTestRing[Desc](8, true)
+	tx := &TXRing{r: *r}
+	if n := tx.Produce(make([]Desc, 6)); n != 6 {
+		t.Fatalf("produced %d, want 6", n)
+	}
+	idx[1] += 4 // the kernel takes four; the cached view still says 2 free
+	for _, tc := range []struct {
+		want, got int
+	}{
+		{1, 2}, // the cached 2 suffice: no reload
+		{2, 2},
+		{3, 6}, // more than cached: reload sees the 4 taken
+		{1, 6},
+	} {
+		if n := tx.FreeAtLeast(tc.want); n != tc.got {
+			t.Fatalf("FreeAtLeast(%d) = %d, want %d", tc.want, n, tc.got)
+		}
+	}
+	if n := tx.Free(); n != 6 {
+		t.Fatalf("Free = %d, want 6", n)
+	}
+}

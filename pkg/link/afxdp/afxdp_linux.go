@@ -315,6 +315,9 @@ func (l *Link) find(b []byte) (*queue, int) {
 
 // Release takes back received packets and allocated packets never sent.
 func (l *Link) Release(pkts []*link.Packet) {
+	if len(pkts) == 0 {
+		return // a polling loop releases its empty batches
+	}
 	if !l.w.Enter() {
 		return
 	}
@@ -362,7 +365,9 @@ func (l *Link) Send(pkts []*link.Packet) (int, error) {
 		sent     int
 	)
 	for _, q := range l.queues {
-		q.txFree = q.sock.TX.Free() - len(q.tx)
+		// A lower bound from the cached ring view; queueTX reloads
+		// the kernel's index only if a frame does not fit it.
+		q.txFree = q.sock.TX.FreeAtLeast(len(pkts)) - len(q.tx)
 	}
 	for _, p := range pkts {
 		q, off := l.find(p.Buf)
@@ -515,6 +520,16 @@ func (l *Link) recvQueue(q *queue, pkts []*link.Packet) int {
 	for n < len(pkts) {
 		if q.rxHead == q.rxN {
 			q.rxHead, q.rxN = 0, q.sock.RX.Consume(q.rx[:])
+			if q.rxN == 0 && n == 0 && l.cfg.Wait == WaitBusyPoll {
+				// Busy polling: an empty ring is a recvfrom that runs
+				// the device's NAPI on this CPU, as the spinning Wait
+				// does, so a caller that spins on Recv alone still
+				// pulls packets in itself instead of waiting for
+				// softirq work elsewhere (the raw floor's receive loop).
+				q.postFill()
+				q.sock.WakeRX()
+				q.rxN = q.sock.RX.Consume(q.rx[:])
+			}
 			if q.rxN == 0 {
 				break
 			}
