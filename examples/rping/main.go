@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/uroce/uroce/examples/internal/metricsflag"
 	"github.com/uroce/uroce/rdmacm"
 	"github.com/uroce/uroce/verbs"
 )
@@ -36,6 +37,7 @@ type options struct {
 	validate       bool
 	debug          bool
 	timeout        time.Duration
+	metrics        string // serve /metrics here while running
 
 	// For tests: a device to use instead of opening one, and a hook
 	// called once the server listens.
@@ -58,6 +60,7 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 	fs.BoolVar(&o.validate, "V", false, "validate ping data")
 	fs.BoolVar(&o.debug, "d", false, "debug printfs")
 	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long (uroce only; 0: never)")
+	fs.StringVar(&o.metrics, "metrics", "", metricsflag.Usage+" (uroce only)")
 	fs.BoolFunc("q", "use self-created, self-modified QP (uroce always does)", func(string) error { return nil })
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -112,6 +115,12 @@ func run(ctx context.Context, o options, out, errOut io.Writer) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, d.Close()) }()
+	// The page's address goes to errOut: standard output stays rping's.
+	ms, err := metricsflag.Serve(o.metrics, errOut, map[string]*verbs.Device{"uroce0": d})
+	if err != nil {
+		return err
+	}
+	defer ms.Close()
 	m, err := rdmacm.Open(d, rdmacm.Config{})
 	if err != nil {
 		return err
