@@ -14,7 +14,8 @@ type ConnectParams struct {
 	ServiceID uint64 // mad.IPServiceID(mad.PortSpaceTCP, port) for rdma_cm
 	// Dest is the peer's GID; Src the local one (Config.GID when zero).
 	Dest, Src mad.GID
-	// QPN and StartingPSN of the local QP, which is in INIT.
+	// QPN of the local QP, which is in INIT, and StartingPSN, the PSN
+	// it receives first: the peer's send queue starts there.
 	QPN         uint32
 	StartingPSN uint32
 	PathMTU     mad.MTU
@@ -105,7 +106,7 @@ func (m *Manager) Connect(now time.Time, p *ConnectParams) (*Conn, error) {
 	mad.NewCM(c.req[:], mad.AttrREQ, c.tid).REQ().Encode(&req)
 	c.attr = QPAttr{
 		QPN:             p.QPN,
-		SQPSN:           p.StartingPSN,
+		RQPSN:           p.StartingPSN,
 		PathMTU:         p.PathMTU,
 		PKey:            pkey,
 		DestGID:         p.Dest,
@@ -151,7 +152,9 @@ func (c *Conn) handleREP(now time.Time, rep mad.REP) error {
 	req := mad.MAD(c.req[:]).REQ()
 	a := &c.attr
 	a.DestQPN = rep.LocalQPN()
-	a.RQPSN = rep.StartingPSN()
+	// Each side's Starting PSN is the one it receives first: ib_cm's
+	// cm_rep_handler sets the active side's sq_psn from the REP.
+	a.SQPSN = rep.StartingPSN()
 	// The REP's responder resources bound what we may have outstanding;
 	// its initiator depth what we answer (ib_cm's cm_rep_handler).
 	a.MaxRdAtomic = min(req.InitiatorDepth(), rep.ResponderResources())

@@ -35,6 +35,33 @@ func rpingMADs(t *testing.T) [][]byte {
 	return out
 }
 
+// TestCapturePSNs pins down what a Starting PSN is from the RC packets of
+// the same capture: the client's first SEND carries the REP's Starting
+// PSN and the server's first READ request the REQ's, so each side's
+// Starting PSN is the PSN it receives first (ib_cm sets the active side's
+// sq_psn from the REP and the passive side's from the REQ).
+func TestCapturePSNs(t *testing.T) {
+	caps := rpingMADs(t)
+	reqPSN, repPSN := mad.MAD(caps[0]).REQ().StartingPSN(), mad.MAD(caps[1]).REP().StartingPSN()
+	f, err := pcapfile.ReadFile("../testdata/rxe-captures/rping.pcap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := map[bth.Opcode]uint32{}
+	for _, r := range f.Records {
+		var fr bth.Frame
+		if fr.Decode(r.Data) != nil {
+			continue
+		}
+		if _, ok := first[fr.Opcode()]; !ok {
+			first[fr.Opcode()] = uint32(fr.BTH().PSN())
+		}
+	}
+	if first[bth.RCSendOnly] != repPSN || first[bth.RCReadRequest] != reqPSN {
+		t.Errorf("first SEND PSN %#x, first READ PSN %#x; REQ's Starting PSN %#x, REP's %#x", first[bth.RCSendOnly], first[bth.RCReadRequest], reqPSN, repPSN)
+	}
+}
+
 var (
 	g1 = mad.GIDFromAddr(netip.MustParseAddr("10.77.0.11")) // rping server
 	g2 = mad.GIDFromAddr(netip.MustParseAddr("10.77.0.12")) // rping client
@@ -130,7 +157,7 @@ func TestCapturePassive(t *testing.T) {
 	diff(t, "REP", patch(n.sent[0], 0, 0x01bce9b5, 0), capREP)
 	a := c.Attr()
 	want := cm.QPAttr{
-		QPN: 0x1b, DestQPN: 0x1b, SQPSN: 0x5fc562, RQPSN: 0x1fe01b, PathMTU: mad.MTU1024, PKey: 0xffff,
+		QPN: 0x1b, DestQPN: 0x1b, SQPSN: 0x1fe01b, RQPSN: 0x5fc562, PathMTU: mad.MTU1024, PKey: 0xffff,
 		DestGID: g2, SrcGID: g1, FlowLabel: 0x7c069, HopLimit: 64,
 		Timeout: 19, RetryCount: 7, RNRRetry: 7, MaxRdAtomic: 1, MaxDestRdAtomic: 1,
 	}
@@ -190,7 +217,7 @@ func TestCaptureActive(t *testing.T) {
 	}
 	diff(t, "RTU", n.sent[1], patch(capRTU, tid, c.LocalID(), 0))
 	a := c.Attr()
-	if a.DestQPN != 0x1b || a.RQPSN != 0x5fc562 || a.SQPSN != 0x1fe01b || a.Timeout != 19 || a.RNRRetry != 7 || a.DestGID != g1 {
+	if a.DestQPN != 0x1b || a.SQPSN != 0x5fc562 || a.RQPSN != 0x1fe01b || a.Timeout != 19 || a.RNRRetry != 7 || a.DestGID != g1 {
 		t.Errorf("QP attributes %+v", a)
 	}
 	if err := c.Disconnect(now, nil); err != nil {

@@ -32,7 +32,7 @@ func (w wire) SendMAD(dst cm.Address, b []byte) error {
 type qpLog string
 
 func (q qpLog) ModifyQP(_ time.Time, to cm.QPState, a *cm.QPAttr) error {
-	fmt.Printf("%s: QP %#x to %v (remote QP %#x, PSN %#x)\n", q, a.QPN, to, a.DestQPN, a.RQPSN)
+	fmt.Printf("%s: QP %#x to %v (remote QP %#x, send PSN %#x)\n", q, a.QPN, to, a.DestQPN, a.SQPSN)
 	return nil
 }
 
@@ -65,11 +65,11 @@ func Example() {
 	// Output:
 	// REQ
 	// CONNECT_REQUEST
-	// server: QP 0x22 to RTR (remote QP 0x11, PSN 0x100)
-	// server: QP 0x22 to RTS (remote QP 0x11, PSN 0x100)
+	// server: QP 0x22 to RTR (remote QP 0x11, send PSN 0x100)
+	// server: QP 0x22 to RTS (remote QP 0x11, send PSN 0x100)
 	// REP
-	// client: QP 0x11 to RTR (remote QP 0x22, PSN 0x200)
-	// client: QP 0x11 to RTS (remote QP 0x22, PSN 0x200)
+	// client: QP 0x11 to RTR (remote QP 0x22, send PSN 0x200)
+	// client: QP 0x11 to RTS (remote QP 0x22, send PSN 0x200)
 	// ESTABLISHED
 	// RTU
 	// ESTABLISHED

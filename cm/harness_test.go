@@ -279,7 +279,8 @@ func checkAttrs(t testing.TB, a, b *node, ca, cb *cm.Conn) {
 	if x.QPN != a.qpn || y.QPN != b.qpn || x.DestQPN != b.qpn || y.DestQPN != a.qpn {
 		t.Errorf("QPNs: %#x->%#x, %#x->%#x", x.QPN, x.DestQPN, y.QPN, y.DestQPN)
 	}
-	if x.SQPSN != y.RQPSN || y.SQPSN != x.RQPSN || x.SQPSN != a.psn || y.SQPSN != b.psn {
+	// A side's Starting PSN is the one it receives first.
+	if x.SQPSN != y.RQPSN || y.SQPSN != x.RQPSN || x.RQPSN != a.psn || y.RQPSN != b.psn {
 		t.Errorf("PSNs: %#x/%#x, %#x/%#x", x.SQPSN, x.RQPSN, y.SQPSN, y.RQPSN)
 	}
 	if x.DestGID != b.gid || y.DestGID != a.gid || x.SrcGID != a.gid || y.SrcGID != b.gid {

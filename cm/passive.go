@@ -103,7 +103,8 @@ func (c *Conn) sendMRA(timeout uint8) {
 // AcceptParams is the passive side's answer (rdma_accept's
 // rdma_conn_param).
 type AcceptParams struct {
-	// QPN and StartingPSN of the local QP, which is in INIT.
+	// QPN of the local QP, which is in INIT, and StartingPSN, the PSN
+	// it receives first: the peer's send queue starts there.
 	QPN         uint32
 	StartingPSN uint32
 	// ResponderResources and InitiatorDepth, each capped by what the REQ
@@ -153,10 +154,13 @@ func (c *Conn) Accept(now time.Time, p *AcceptParams) error {
 		lifetime--
 	}
 	c.attr = QPAttr{
-		QPN:             p.QPN,
-		DestQPN:         req.LocalQPN(),
-		SQPSN:           p.StartingPSN,
-		RQPSN:           req.StartingPSN(),
+		QPN:     p.QPN,
+		DestQPN: req.LocalQPN(),
+		// The REQ's Starting PSN is where the active side receives
+		// from, so where we send from (ib_cm's cm_req_handler sets
+		// sq_psn from it); ours, in the REP, is where we receive from.
+		SQPSN:           req.StartingPSN(),
+		RQPSN:           p.StartingPSN,
 		PathMTU:         mtu,
 		PKey:            req.PKey(),
 		DestGID:         path.LocalGID,

@@ -61,8 +61,10 @@ func (s QPState) String() string {
 type QPAttr struct {
 	QPN     uint32 // the local QP the connection is for
 	DestQPN uint32 // the peer's QP
-	// SQPSN is the PSN the local send queue starts at (the local side's
-	// Starting PSN); RQPSN the PSN the peer starts at.
+	// SQPSN is the PSN the local send queue starts at: the peer's
+	// Starting PSN (a side's Starting PSN in the REQ or REP is the PSN it
+	// receives first, as ib_cm and the rping capture have it). RQPSN is
+	// the local side's own Starting PSN.
 	SQPSN, RQPSN uint32
 	PathMTU      mad.MTU
 	PKey         uint16

@@ -29,7 +29,9 @@ type Params struct {
 	// PathMTU in bytes caps the path MTU (Dial only; the passive side
 	// takes the REQ's, capped by its link); 0 means the device's largest.
 	PathMTU int
-	// PSN is the QP's first PSN; 0 picks a random one, as rdma_cm does.
+	// PSN is the first PSN the QP receives (the peer's send queue starts
+	// there; ib_cm's meaning of a Starting PSN); 0 picks a random one, as
+	// rdma_cm does.
 	PSN uint32
 	// Access is the remote access the QP grants; 0 means local write,
 	// remote write, remote read and remote atomic.
