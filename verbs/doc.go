@@ -32,6 +32,14 @@
 // for a few idle rounds after work before it sleeps in the link; a link
 // that cannot be woken (no link.Waker) is polled every 50 µs instead.
 //
+// What an operator watches comes out of the same objects: Counters on a
+// QueuePair and a Device (rxe's hw_counters meanings; package metrics
+// exports them to Prometheus), Latency (each signaled send WR's time from
+// PostSend to its completion, in a histogram that is on by default and
+// costs two atomic adds per completion), and SetLogger, which logs QP state
+// changes and errors through log/slog (silent by default). The package
+// example is a whole program; the others show each call.
+//
 // Costs (BenchmarkLatency, BenchmarkBandwidth and
 // BenchmarkLatencyBackground, each reporting its time as a multiple of the
 // bare link doing the same packet exchange in the same run, x-link): see
