@@ -50,6 +50,12 @@ type Device struct {
 	bgDone   chan struct{}
 	// mapped is AllocMR's memory, unmapped at Close (startMu).
 	mapped [][]byte
+
+	// events queues the asynchronous events for GetAsyncEvent; srqs
+	// maps the engine's SRQs to ours (owner only).
+	events     chan AsyncEvent
+	eventsLost atomic.Uint64
+	srqs       map[*qp.SRQ]*SRQ
 }
 
 // Open makes a device over a link, which it owns from now on.
@@ -59,6 +65,9 @@ func Open(l link.Link) *Device {
 	// the largest path MTU the link carries.
 	d.e.PortMTU = d.MaxPathMTU()
 	d.e.Addr = l.Info().Addr
+	d.events = make(chan AsyncEvent, asyncEvents)
+	d.srqs = map[*qp.SRQ]*SRQ{}
+	d.e.OnAsyncEvent = d.asyncEvent
 	d.initOwner()
 	return d
 }

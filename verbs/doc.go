@@ -6,6 +6,9 @@
 // the INIT/RTR/RTS steps) and the GSI QP, QP1, which connection managers
 // use for their MADs. A datagram arrives behind the 40-byte GRH area
 // (GRHLen) with WC.SrcQP and WC.SrcGID naming its sender.
+// Shared receive queues (PD.CreateSRQ, QPInit.SRQ) feed many QPs from one
+// pool of receive WRs; their limit event, like every asynchronous event,
+// comes out of Device.GetAsyncEvent.
 //
 // Data moves like this. PostSend hands a SendWR to the device's transport
 // engine (package qp), which copies it into the QP's send queue and, in the

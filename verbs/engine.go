@@ -23,6 +23,7 @@ const (
 	reqSend = iota + 1
 	reqRecv
 	reqFunc
+	reqSRQRecv
 )
 
 // request is one call handed to the engine's owner. The poster copies its
@@ -32,6 +33,7 @@ type request struct {
 	done   chan struct{} // capacity 1: the owner ran it
 	kind   uint8
 	q      *qp.QP
+	srq    *qp.SRQ
 	send   SendWR
 	recv   RecvWR
 	sgl    []SGE
@@ -116,6 +118,12 @@ func (d *Device) serve() int {
 				r.err = errRecvClosed
 			} else {
 				r.err = r.q.PostRecv(&r.recv)
+			}
+		case reqSRQRecv:
+			if d.closed.Load() {
+				r.err = errRecvClosed
+			} else {
+				r.err = r.srq.PostRecv(&r.recv)
 			}
 		case reqFunc:
 			r.err = r.fn()
@@ -225,7 +233,7 @@ func (d *Device) call(i uint32) error {
 // finish returns a served request's slot and its result.
 func (d *Device) finish(i uint32, r *request) error {
 	err := r.err
-	r.q, r.fn, r.err = nil, nil, nil
+	r.q, r.srq, r.fn, r.err = nil, nil, nil, nil
 	d.free.push(&i)
 	return err
 }

@@ -26,6 +26,7 @@ var (
 	ErrBadAttr       = qp.ErrBadAttr
 	ErrBadWR         = qp.ErrBadWR
 	ErrBusy          = qp.ErrBusy
+	ErrHasSRQ        = qp.ErrHasSRQ
 )
 
 // Wrapped once, up front: the post calls return them on their hot path.

@@ -21,7 +21,11 @@ type QPInit struct {
 	// QPTypeGSI for QP1, which a device has at most one of.
 	Type           QPType
 	SendCQ, RecvCQ *CQ
-	Cap            QPCap
+	// SRQ, when set, is where the QP takes its receive WRs from; its
+	// own PostRecv then fails with ErrHasSRQ, and Cap.MaxRecvWR and
+	// MaxRecvSGE are unused.
+	SRQ *SRQ
+	Cap QPCap
 	// SignalAll signals every send WR (sq_sig_all).
 	SignalAll bool
 	// CC selects the QP's congestion control; nil means the device's
@@ -42,9 +46,16 @@ func (pd *PD) CreateQP(init *QPInit) (*QueuePair, error) {
 	if init.SendCQ == nil || init.RecvCQ == nil || init.SendCQ.d != pd.d || init.RecvCQ.d != pd.d {
 		return nil, fmt.Errorf("create QP: %w", ErrWrongDevice)
 	}
+	var srq *qp.SRQ
+	if init.SRQ != nil {
+		if init.SRQ.pd != pd {
+			return nil, fmt.Errorf("create QP: SRQ of another PD: %w", ErrWrongDevice)
+		}
+		srq = init.SRQ.s
+	}
 	var q *qp.QP
 	err := pd.d.do(func() (err error) {
-		q, err = pd.d.e.CreateQP(qp.QPConfig{
+		q, err = pd.d.e.CreateQP(qp.QPConfig{SRQ: srq,
 			Type: init.Type, PD: pd.id, SendCQ: init.SendCQ.c, RecvCQ: init.RecvCQ.c,
 			MaxSendWR: init.Cap.MaxSendWR, MaxRecvWR: init.Cap.MaxRecvWR,
 			MaxSendSGE: init.Cap.MaxSendSGE, MaxRecvSGE: init.Cap.MaxRecvSGE,

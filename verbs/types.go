@@ -73,6 +73,12 @@ const (
 
 	WCGRH = qp.WCGRH
 
+	// SRQ attribute mask bits (ibv_srq_attr_mask) and the asynchronous
+	// event an SRQ raises (IBV_EVENT_SRQ_LIMIT_REACHED).
+	SRQMaxWR             = qp.SRQMaxWR
+	SRQLimit             = qp.SRQLimit
+	EventSRQLimitReached = qp.EventSRQLimitReached
+
 	// QP types (ibv_qp_type); a zero QPInit.Type means RC.
 	QPTypeRC  = qp.QPTypeRC
 	QPTypeUD  = qp.QPTypeUD

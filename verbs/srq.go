@@ -1,0 +1,196 @@
+package verbs
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/uroce/uroce/qp"
+)
+
+// The SRQ and event types are the engine's.
+type (
+	SRQAttr        = qp.SRQAttr
+	SRQAttrMask    = qp.SRQAttrMask
+	SRQCounters    = qp.SRQCounters
+	AsyncEventType = qp.AsyncEventType
+)
+
+// SRQInit describes a new shared receive queue (ibv_srq_init_attr): how
+// many receive WRs it holds, SGEs per WR, and a limit armed from the start
+// when not 0.
+type SRQInit struct {
+	MaxWR, MaxSGE int
+	Limit         int
+}
+
+// SRQ is a shared receive queue (ibv_srq): receive WRs that the QPs created
+// with it (QPInit.SRQ) take in turn as messages arrive. An RC QP whose
+// message finds it empty answers with an RNR NAK, and the sender retries.
+type SRQ struct {
+	pd *PD
+	s  *qp.SRQ
+}
+
+// CreateSRQ makes a shared receive queue (ibv_create_srq). Errors wrap
+// ErrBadAttr.
+func (pd *PD) CreateSRQ(init SRQInit) (*SRQ, error) {
+	d := pd.d
+	var s *SRQ
+	err := d.do(func() error {
+		qs, err := d.e.CreateSRQ(qp.SRQConfig{PD: pd.id, MaxWR: init.MaxWR, MaxSGE: init.MaxSGE, Limit: init.Limit})
+		if err != nil {
+			return err
+		}
+		s = &SRQ{pd: pd, s: qs}
+		d.srqs[qs] = s
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// PostRecv posts a receive WR (ibv_post_srq_recv). Errors wrap
+// ErrQueueFull, ErrBadWR or ErrClosed. Like QueuePair.PostRecv it runs at
+// once on a free engine, else through its owner.
+func (s *SRQ) PostRecv(wr *RecvWR) error {
+	d := s.pd.d
+	if d.tryOwn() {
+		err := errRecvClosed
+		if !d.closed.Load() {
+			err = s.s.PostRecv(wr)
+		}
+		d.serve()
+		d.process()
+		d.release()
+		return err
+	}
+	i, r := d.slot()
+	r.kind, r.srq = reqSRQRecv, s.s
+	r.sgl = append(r.sgl[:0], wr.SGL...)
+	r.recv = RecvWR{ID: wr.ID, SGL: r.sgl}
+	return d.call(i)
+}
+
+// Modify arms the limit (ibv_modify_srq with SRQLimit): once a message
+// takes a WR and fewer than Limit remain, the device reports
+// EventSRQLimitReached (GetAsyncEvent) and disarms it. Errors wrap
+// ErrBadAttr, also for SRQMaxWR: the SRQ cannot be resized.
+func (s *SRQ) Modify(a *SRQAttr, mask SRQAttrMask) error {
+	return s.pd.d.do(func() error { return s.s.Modify(a, mask) })
+}
+
+// Query returns the SRQ's attributes (ibv_query_srq); Limit is 0 once the
+// limit has fired.
+func (s *SRQ) Query() SRQAttr {
+	var a SRQAttr
+	s.pd.d.do(func() error { a = s.s.Attr(); return nil })
+	return a
+}
+
+// Len returns how many receive WRs the SRQ holds.
+func (s *SRQ) Len() int {
+	var n int
+	s.pd.d.do(func() error { n = s.s.Len(); return nil })
+	return n
+}
+
+// Counters returns the SRQ's counters.
+func (s *SRQ) Counters() SRQCounters {
+	var c SRQCounters
+	s.pd.d.do(func() error { c = s.s.Counters; return nil })
+	return c
+}
+
+// Destroy removes the SRQ (ibv_destroy_srq); it returns ErrBusy while a QP
+// uses it.
+func (s *SRQ) Destroy() error {
+	d := s.pd.d
+	return d.do(func() error {
+		if err := d.e.DestroySRQ(s.s); err != nil {
+			return err
+		}
+		delete(d.srqs, s.s)
+		return nil
+	})
+}
+
+// AsyncEvent is an asynchronous event (ibv_async_event): its type and the
+// SRQ it concerns.
+type AsyncEvent struct {
+	Type AsyncEventType
+	SRQ  *SRQ
+}
+
+// asyncEvents is how many events wait for GetAsyncEvent; more are lost
+// and counted (AsyncEventsLost).
+const asyncEvents = 64
+
+// asyncEvent runs in the engine's owner as the engine raises an event.
+func (d *Device) asyncEvent(ev qp.AsyncEvent) {
+	e := AsyncEvent{Type: ev.Type, SRQ: d.srqs[ev.SRQ]}
+	select {
+	case d.events <- e:
+	default:
+		d.eventsLost.Add(1)
+	}
+}
+
+// AsyncEventsLost counts events dropped because GetAsyncEvent did not
+// take them in time.
+func (d *Device) AsyncEventsLost() uint64 { return d.eventsLost.Load() }
+
+// GetAsyncEvent waits for the device's next asynchronous event
+// (ibv_get_async_event; nothing needs acknowledging). In inline mode the
+// waiting goroutine drives the engine while no one else does, as CQ.Wait
+// does. It returns the context's error, or ErrClosed.
+func (d *Device) GetAsyncEvent(ctx context.Context) (AsyncEvent, error) {
+	for {
+		select {
+		case ev := <-d.events:
+			return ev, nil
+		default:
+		}
+		if err := ctx.Err(); err != nil {
+			return AsyncEvent{}, err
+		}
+		if d.closed.Load() {
+			return AsyncEvent{}, fmt.Errorf("get async event: %w", ErrClosed)
+		}
+		counted := false
+		if !d.bg.Load() {
+			if d.tryOwn() {
+				d.serve()
+				d.drive()
+				if len(d.events) == 0 {
+					if w := d.waitTime(inlineWait); w > 0 {
+						d.l.Wait(w)
+					}
+				}
+				d.release()
+				continue
+			}
+			d.waiters.Add(1)
+			counted = true
+			if d.tryOwn() {
+				d.waiters.Add(-1)
+				d.release()
+				continue
+			}
+		}
+		select {
+		case ev := <-d.events:
+			if counted {
+				d.waiters.Add(-1)
+			}
+			return ev, nil
+		case <-d.released:
+		case <-ctx.Done():
+		case <-d.done:
+		}
+		if counted {
+			d.waiters.Add(-1)
+		}
+	}
+}
