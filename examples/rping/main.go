@@ -159,6 +159,7 @@ func run(ctx context.Context, o options, out, errOut io.Writer) (err error) {
 		return err
 	}
 	defer l.Close()
+	debug("listening on port %d\n", o.port)
 	if o.listening != nil {
 		o.listening()
 	}
