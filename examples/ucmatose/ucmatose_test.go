@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/uroce/uroce/examples/internal/loopback"
+	"github.com/uroce/uroce/verbs"
+)
+
+// TestLoopback runs the server and the client against each other over the
+// kernel's loopback (no root): every connection comes up, every message
+// and reply is received, and both end after the server's disconnect.
+func TestLoopback(t *testing.T) {
+	for _, tc := range []struct{ connections, count, size int }{{1, 10, 100}, {3, 5, 4096}, {2, 0, 0}} {
+		t.Run(fmt.Sprintf("c%d-C%d-S%d", tc.connections, tc.count, tc.size), func(t *testing.T) {
+			cliDev, srvDev, err := loopback.Pair(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			o := options{port: 7471, connections: tc.connections, count: tc.count, size: tc.size}
+			listening := make(chan struct{})
+			var srvOut, cliOut strings.Builder
+			srvDone := make(chan error, 1)
+			srv := o
+			srv.open = func() (*verbs.Device, error) { return srvDev, nil }
+			srv.listening = func() { close(listening) }
+			go func() { srvDone <- run(ctx, srv, &srvOut) }()
+			select {
+			case <-listening:
+			case err := <-srvDone:
+				t.Fatalf("server: %v", err)
+			}
+			cli := o
+			cli.server = loopback.B.String()
+			cli.open = func() (*verbs.Device, error) { return cliDev, nil }
+			if err := run(ctx, cli, &cliOut); err != nil {
+				t.Fatalf("client: %v\n%s", err, cliOut.String())
+			}
+			if err := <-srvDone; err != nil {
+				t.Fatalf("server: %v\n%s", err, srvOut.String())
+			}
+			want := "cmatose: disconnecting\ndisconnected\n"
+			if tc.count > 0 {
+				want = "data transfers complete\n" + want
+			}
+			if !strings.HasSuffix(srvOut.String(), want) {
+				t.Errorf("server printed:\n%s", srvOut.String())
+			}
+			if tc.count > 0 && !strings.HasSuffix(cliOut.String(), "sending replies\ndata transfers complete\n") {
+				t.Errorf("client printed:\n%s", cliOut.String())
+			}
+		})
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		ok   bool
+	}{
+		{[]string{}, true},
+		{[]string{"-s", "10.0.0.1", "-C", "5", "-S", "10", "-c", "2"}, true},
+		{[]string{"-c", "0"}, false},
+		{[]string{"-C", "-1"}, false},
+		{[]string{"-p", "70000"}, false},
+	} {
+		if _, err := parseFlags(tc.args, &strings.Builder{}); (err == nil) != tc.ok {
+			t.Errorf("%q: %v", tc.args, err)
+		}
+	}
+}
