@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/uroce/uroce/cm/mad"
 	"github.com/uroce/uroce/pkg/link/udp"
 	"github.com/uroce/uroce/verbs"
 )
@@ -93,4 +94,63 @@ func TestGSIEndToEnd(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestGSIGarbage: datagrams of every size and content sent to QP1 from an
+// ordinary UD QP of the peer device (with the GSI Q_Key) while a
+// connection is up reach the CM as what they are and change nothing: no
+// event, data still flows, the CM counts them.
+func TestGSIGarbage(t *testing.T) {
+	a, b := udpPair(t, fastCM)
+	ca, cb := connect(t, a, b, 7174, nil, nil)
+	expectEvents(t, ca, EventEstablished)
+	expectEvents(t, cb, EventEstablished)
+
+	cq := a.dev.CreateCQ(64)
+	ud, err := a.pd.CreateQP(&verbs.QPInit{Type: verbs.QPTypeUD, SendCQ: cq, RecvCQ: cq,
+		Cap: verbs.QPCap{MaxSendWR: 64, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInline: 1024}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ud.ActivateUD(verbs.GSIQKey, 0); err != nil {
+		t.Fatal(err)
+	}
+	ah, err := a.pd.CreateAH(verbs.AHAttr{DGID: b.dev.Addr(), HopLimit: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := b.cm.Counters()
+	sizes := []int{1, 23, 24, 100, 255, 256, 257, 700}
+	for i, n := range sizes {
+		p := make([]byte, n)
+		for j := range p {
+			p[j] = byte(i*31 + j*7)
+		}
+		if n >= 24 {
+			// A CM class header, so the MAD gets past the first checks.
+			p[0], p[1], p[2] = 1, byte(mad.ClassCM), 2
+		}
+		if err := ud.PostSend(&verbs.SendWR{ID: uint64(i), Opcode: verbs.WRSend, Flags: verbs.SendInline | verbs.SendSignaled,
+			InlineData: p, AH: ah, RemoteQPN: mad.GSIQPN, RemoteQKey: verbs.GSIQKey}); err != nil {
+			t.Fatalf("%d-byte datagram: %v", n, err)
+		}
+	}
+	// Every datagram that fits QP1's receives (the GRH and 256 bytes)
+	// reaches the CM, which finds each malformed; the two larger ones
+	// are dropped by QP1, as rxe's would be.
+	const fit = 6
+	waitFor(t, func() bool { return b.cm.Counters().MADsIn-before.MADsIn >= fit })
+	if c := b.cm.Counters(); c.Malformed-before.Malformed != fit || c.MADsIn-before.MADsIn != fit {
+		t.Errorf("counters before %+v, after %+v", before, c)
+	}
+	for _, c := range []*Conn{ca, cb} {
+		select {
+		case e := <-c.Events():
+			t.Fatalf("event %v after garbage", e.Type)
+		default:
+		}
+	}
+	exchange(t, a, b, ca, cb)
+	// QP1 still receives: a second connection comes up.
+	connect(t, a, b, 7175, nil, nil)
 }
