@@ -40,7 +40,10 @@
 // REQ (the rest of its 92 is rdma_cm's IP header, mad.CMAHeader), 196 in
 // the REP, 148 in a REJ.
 //
-// Not here: the first data packet standing in for a lost RTU (the passive
-// side waits for the RTU, which the REP's retries bring again), UD port
-// spaces (SIDR), address resolution beyond "the GID is the IP address".
+// A passive connection whose RTU is lost is established by the first
+// packet its QP receives (IBA 12.9.6), which the CM loop polls for while
+// the REP is out.
+//
+// Not here: UD port spaces (SIDR), address resolution beyond "the GID is
+// the IP address", an RNR retry count of 0 (Params takes 0 as 7).
 package rdmacm

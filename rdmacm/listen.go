@@ -169,7 +169,9 @@ func (r *ConnRequest) accept(ctx context.Context, q *verbs.QueuePair, qpn uint32
 		if err != nil {
 			delete(m.byQPN, qpn)
 			c.qp, c.qpn = nil, 0
+			return
 		}
+		m.awaitRTU[c] = struct{}{}
 	}); e != nil {
 		return nil, fmt.Errorf("accept %v: %w", r.Remote, e)
 	}

@@ -41,6 +41,9 @@ type CM struct {
 	// The loop's own state.
 	byQPN     map[uint32]*Conn
 	listeners map[uint64]*Listener
+	// awaitRTU holds the passive connections whose REP is out: their
+	// QPs are polled for a first packet, which stands in for a lost RTU.
+	awaitRTU map[*Conn]struct{}
 	mu        sync.Mutex // guards ports for Listen's duplicate check
 	ports     map[uint16]bool
 }
@@ -73,6 +76,7 @@ func open(tr transport, local netip.Addr, maxMTU int, cfg Config) (*CM, error) {
 		exit:      make(chan struct{}),
 		byQPN:     map[uint32]*Conn{},
 		listeners: map[uint64]*Listener{},
+		awaitRTU:  map[*Conn]struct{}{},
 		ports:     map[uint16]bool{},
 	}
 	if m.clock == nil {
@@ -137,7 +141,13 @@ func (m *CM) loop() {
 	defer timer.Stop()
 	var events []cm.Event
 	for {
-		if d, ok := m.mgr.NextDeadline(); ok {
+		d, ok := m.mgr.NextDeadline()
+		if len(m.awaitRTU) > 0 {
+			if p := m.clock().Add(dataPoll); !ok || p.Before(d) {
+				d, ok = p, true
+			}
+		}
+		if ok {
 			timer.Reset(max(d.Sub(m.clock()), 0))
 		} else {
 			timer.Stop()
@@ -155,12 +165,29 @@ func (m *CM) loop() {
 		case <-timer.C:
 		}
 		now := m.clock()
+		m.firstData(now)
 		m.mgr.Tick(now)
 		events = m.mgr.PollEvents(events[:0])
 		for _, e := range events {
 			m.handle(now, e)
 		}
 		clear(events)
+	}
+}
+
+// dataPoll is how often the QPs of connections waiting for their RTU are
+// asked whether a packet arrived: the verbs layer has no per-QP event for
+// it, and a lost RTU otherwise costs a REP retransmission timeout.
+const dataPoll = 10 * time.Millisecond
+
+// firstData tells the state machine of each passive connection whose QP
+// received a packet (IBA 12.9.6: first data is RTU, what the kernel's
+// IB_EVENT_COMM_EST does for ib_cm).
+func (m *CM) firstData(now time.Time) {
+	for c := range m.awaitRTU {
+		if c.qp != nil && c.qp.Counters().RxPackets > 0 {
+			c.cc.DataReceived(now)
+		}
 	}
 }
 
@@ -185,6 +212,7 @@ func (m *CM) handle(now time.Time, e cm.Event) {
 	if c == nil {
 		return // a request nobody took, rejected
 	}
+	delete(m.awaitRTU, c) // whatever happened, the wait for the RTU is over
 	ev := Event{Type: e.Type, Reason: e.Reason, PrivateData: e.PrivateData, Err: e.Err}
 	switch e.Type {
 	case cm.EventEstablished:
@@ -217,6 +245,7 @@ func (m *CM) forget(c *Conn) {
 	if m.byQPN[c.qpn] == c {
 		delete(m.byQPN, c.qpn)
 	}
+	delete(m.awaitRTU, c)
 	c.closeDone()
 }
 

@@ -194,3 +194,53 @@ func (c *Conn) ccRemoteID(t *testing.T) (id uint32) {
 	}
 	return id
 }
+
+// TestFirstDataIsRTU: with every RTU lost, the passive side's connection
+// is established by the first packet its QP receives (IBA 12.9.6), so
+// Accept returns rather than running out of REP retries.
+func TestFirstDataIsRTU(t *testing.T) {
+	cfg := fastCM
+	cfg.CM.CMResponseTimeout = 16 // 268 ms: the data, not a retry, must settle it
+	a, b, h := pipePair(t, cfg)
+	h.setFilter(func(_, _ mad.GID, m mad.MAD) int {
+		if m.Header().AttrID() == mad.AttrRTU {
+			return 0
+		}
+		return 1
+	})
+	l, err := b.cm.Listen(7174)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qb := b.qp(t)
+	if err := InitQP(qb, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := qb.PostRecv(&verbs.RecvWR{ID: 1, SGL: []verbs.SGE{b.mr.SGE(0, 256)}}); err != nil {
+		t.Fatal(err)
+	}
+	accepted := make(chan error, 1)
+	go func() {
+		req, err := l.Accept(ctx(t))
+		if err == nil {
+			_, err = req.Accept(ctx(t), qb, nil)
+		}
+		accepted <- err
+	}()
+	ca, err := a.cm.Dial(ctx(t), netip.AddrPortFrom(b.dev.Addr(), 7174), a.qp(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ca.QP().PostSend(&verbs.SendWR{Opcode: verbs.WRSend, Flags: verbs.SendInline, InlineData: []byte("rtu")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-accepted; err != nil {
+		t.Fatalf("accept: %v", err)
+	}
+	if n := len(h.sentOf(mad.AttrRTU)); n == 0 {
+		t.Error("no RTU was sent (and lost)")
+	}
+	if w := b.wc(t); w.Status != verbs.WCSuccess || w.ByteLen != 3 {
+		t.Errorf("receive %+v", w)
+	}
+}
