@@ -44,8 +44,8 @@ type CM struct {
 	// awaitRTU holds the passive connections whose REP is out: their
 	// QPs are polled for a first packet, which stands in for a lost RTU.
 	awaitRTU map[*Conn]struct{}
-	mu        sync.Mutex // guards ports for Listen's duplicate check
-	ports     map[uint16]bool
+	mu       sync.Mutex // guards ports for Listen's duplicate check
+	ports    map[uint16]bool
 }
 
 // Open starts a CM on dev: it creates the device's GSI QP (QP1), so a
