@@ -2,7 +2,6 @@ package rdmacm
 
 import (
 	"net/netip"
-	"sync"
 	"time"
 
 	"github.com/uroce/uroce/cm"
@@ -62,7 +61,6 @@ type Conn struct {
 	// Set by the loop before the result is sent; read after.
 	privateData []byte
 	attr        cm.QPAttr
-	discOnce    sync.Once
 }
 
 func newConn(m *CM, qp *verbs.QueuePair, qpn uint32, active bool) *Conn {

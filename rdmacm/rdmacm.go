@@ -44,8 +44,6 @@ type CM struct {
 	// awaitRTU holds the passive connections whose REP is out: their
 	// QPs are polled for a first packet, which stands in for a lost RTU.
 	awaitRTU map[*Conn]struct{}
-	mu       sync.Mutex // guards ports for Listen's duplicate check
-	ports    map[uint16]bool
 }
 
 // Open starts a CM on dev: it creates the device's GSI QP (QP1), so a
@@ -77,7 +75,6 @@ func open(tr transport, local netip.Addr, maxMTU int, cfg Config) (*CM, error) {
 		byQPN:     map[uint32]*Conn{},
 		listeners: map[uint64]*Listener{},
 		awaitRTU:  map[*Conn]struct{}{},
-		ports:     map[uint16]bool{},
 	}
 	if m.clock == nil {
 		m.clock = time.Now
