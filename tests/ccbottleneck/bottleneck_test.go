@@ -89,6 +89,9 @@ type dumbbell struct {
 	flows   []*flow
 	recvIP  netip.Addr
 	senders []netip.Addr
+	// hosts are the senders' and the receiver's namespaces, whose UDP
+	// sockets may drop what a starved engine does not read in time.
+	hosts []*netns.NS
 }
 
 func build(t *testing.T) *dumbbell {
@@ -107,6 +110,7 @@ func build(t *testing.T) *dumbbell {
 	dv.AddAddr(t, netip.MustParsePrefix("10.77.100.2/24"))
 	db.rdev, db.recvIP = rv.Name, netip.MustParseAddr("10.77.100.2")
 	run(t, rns, "ip", "route", "add", "default", "via", "10.77.100.1")
+	db.hosts = append(db.hosts, rns)
 	run(t, db.router, "sysctl", "-qw", "net.ipv4.ip_forward=1")
 	var sns []*netns.NS
 	for i := range nflows {
@@ -118,6 +122,7 @@ func build(t *testing.T) *dumbbell {
 		r.AddAddr(t, netip.MustParsePrefix(fmt.Sprintf("10.77.%d.1/24", i+1)))
 		run(t, s, "ip", "route", "add", "default", "via", fmt.Sprintf("10.77.%d.1", i+1))
 		sns = append(sns, s)
+		db.hosts = append(db.hosts, s)
 		db.senders = append(db.senders, netip.MustParseAddr(fmt.Sprintf("10.77.%d.2", i+1)))
 	}
 	// The bottleneck: a token bucket shaper with a bounded queue.
@@ -207,6 +212,34 @@ func (db *dumbbell) qdisc(t *testing.T) (backlog, dropped int64) {
 	return 0, 0
 }
 
+// hostDrops sums the UDP datagrams the hosts' sockets dropped for a full
+// receive or send buffer (/proc/net/snmp of each namespace): losses of a
+// starved machine, which no switch caused and congestion control cannot
+// prevent, told apart from the shaper's drops.
+func (db *dumbbell) hostDrops(t *testing.T) int64 {
+	var n int64
+	for _, ns := range db.hosts {
+		var names []string
+		for _, line := range strings.Split(run(t, ns, "cat", "/proc/net/snmp"), "\n") {
+			f := strings.Fields(line)
+			if len(f) == 0 || f[0] != "Udp:" {
+				continue
+			}
+			if names == nil {
+				names = f
+				continue
+			}
+			for i, name := range names {
+				if (name == "RcvbufErrors" || name == "SndbufErrors") && i < len(f) {
+					v, _ := strconv.ParseInt(f[i], 10, 64)
+					n += v
+				}
+			}
+		}
+	}
+	return n
+}
+
 func (db *dumbbell) marked(t *testing.T) int64 {
 	out := run(t, db.router, "nft", "list", "chain", "ip", "uroce_cc", "phantom")
 	m := regexp.MustCompile(`counter packets (\d+)`).FindStringSubmatch(out)
@@ -225,6 +258,7 @@ type result struct {
 	jain        float64
 	queueDelay  time.Duration // mean over samples of the shaper's backlog / rate
 	drops       int64
+	hostDrops   int64 // the hosts' UDP sockets'
 	retransmits uint64
 	marked      int64
 	cnpsSent    uint64
@@ -301,6 +335,7 @@ func (db *dumbbell) phase(t *testing.T, mode string, cfg *cc.Config, seed int) r
 	}
 	_, drops0 := db.qdisc(t)
 	marked0 := db.marked(t)
+	host0 := db.hostDrops(t)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // failure detection only
 	defer cancel()
@@ -355,6 +390,7 @@ func (db *dumbbell) phase(t *testing.T, mode string, cfg *cc.Config, seed int) r
 	_, drops := db.qdisc(t)
 	res.drops = drops - drops0
 	res.marked = db.marked(t) - marked0
+	res.hostDrops = db.hostDrops(t) - host0
 	res.cnpsSent = db.recv.Counters().CC.NPCNPSent - cnp0
 	for i, f := range db.flows {
 		res.retransmits += f.q.Counters().Retransmits - retrans0[i]
@@ -399,14 +435,14 @@ func TestDCQCNBottleneck(t *testing.T) {
 
 	var tab strings.Builder
 	fmt.Fprintf(&tab, "\n%d flows through %d Mb/s (tbf, %d KiB queue), CE above %d packets/s (nftables phantom queue)\n", nflows, bottleneckMbit, queueLimit>>10, phantomPPS)
-	fmt.Fprintf(&tab, "%-6s %-24s %8s %6s %11s %7s %8s %8s %7s %8s %10s\n", "cc", "per flow Mb/s", "goodput", "Jain", "queue delay", "drops", "retrans", "CE", "CNPs", "handled", "paced Mb/s")
+	fmt.Fprintf(&tab, "%-6s %-24s %8s %6s %11s %7s %10s %8s %8s %7s %8s %10s\n", "cc", "per flow Mb/s", "goodput", "Jain", "queue delay", "drops", "host drops", "retrans", "CE", "CNPs", "handled", "paced Mb/s")
 	for _, r := range results {
 		var pf []string
 		for _, v := range r.perFlow {
 			pf = append(pf, fmt.Sprintf("%.0f", v))
 		}
-		fmt.Fprintf(&tab, "%-6s %-24s %7.1f%% %6.3f %11v %7d %8d %8d %7d %8d %10.0f\n", r.mode, strings.Join(pf, "/"), 100*r.goodput, r.jain,
-			r.queueDelay.Round(10*time.Microsecond), r.drops, r.retransmits, r.marked, r.cnpsSent, r.cnpHandled, r.paced)
+		fmt.Fprintf(&tab, "%-6s %-24s %7.1f%% %6.3f %11v %7d %10d %8d %8d %7d %8d %10.0f\n", r.mode, strings.Join(pf, "/"), 100*r.goodput, r.jain,
+			r.queueDelay.Round(10*time.Microsecond), r.drops, r.hostDrops, r.retransmits, r.marked, r.cnpsSent, r.cnpHandled, r.paced)
 	}
 	t.Log(tab.String())
 	n, d := results[0], results[1]
