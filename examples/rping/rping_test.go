@@ -180,3 +180,25 @@ func TestLoopback(t *testing.T) {
 		})
 	}
 }
+
+// FuzzParseInfo: any bytes either parse to an advertisement that marshals
+// back to them, or are refused for their length.
+func FuzzParseInfo(f *testing.F) {
+	f.Add(make([]byte, infoSize))
+	f.Add([]byte{0, 0, 0x7f, 0xd7, 0xf8, 0xa5, 0x30, 0, 0, 0, 4, 1, 0, 0, 0, 0x40})
+	f.Add([]byte{1, 2, 3})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		in, err := parseInfo(b)
+		if (err == nil) != (len(b) == infoSize) {
+			t.Fatalf("%d bytes: %v", len(b), err)
+		}
+		if err != nil {
+			return
+		}
+		var out [infoSize]byte
+		in.marshal(out[:])
+		if !bytes.Equal(out[:], b) {
+			t.Fatalf("%x parses to %+v, which marshals to %x", b, in, out)
+		}
+	})
+}
