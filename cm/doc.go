@@ -47,8 +47,10 @@
 //
 // # A librdmacm-like API for the verbs layer (a sketch)
 //
-// The verbs layer owns a Manager per port and runs it in its engine loop;
-// on top it offers, in the spirit of librdmacm:
+// Package rdmacm is this layer as built: one goroutine per device owns a
+// Manager and the device's GSI QP. The sketch it started from: the verbs
+// layer owns a Manager per port and runs it in its engine loop; on top it
+// offers, in the spirit of librdmacm:
 //
 //	type EventChannel struct{ C <-chan CMEvent }      // rdma_create_event_channel
 //	type CMID struct{ QP *QP; ... }                    // rdma_cm_id
