@@ -232,6 +232,11 @@ func buildGRH(b []byte, lp *link.Packet, self netip.Addr, roceLen int) {
 	}
 	clear(b[:GRHLen])
 	if src.Is4() {
+		if !dst.Is4() {
+			// A link that reports no IPv4 destination: the
+			// header says 0.0.0.0 rather than guess.
+			dst = netip.IPv4Unspecified()
+		}
 		h := b[20:40]
 		h[0] = 0x45
 		h[1] = lp.TOS
