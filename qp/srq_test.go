@@ -355,3 +355,50 @@ func udPayload(seq, n int) []byte {
 	}
 	return b
 }
+
+// TestUDWithSRQ: a UD QP takes its receives from an SRQ; a datagram too
+// large for the SRQ's next WQE is dropped and leaves it there.
+func TestUDWithSRQ(t *testing.T) {
+	p := newUDPair(t, udConfig{qkey: 5})
+	a, b := p.a, p.b
+	srq, err := b.e.CreateSRQ(SRQConfig{PD: 1, MaxWR: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := b.e.CreateQP(QPConfig{Type: QPTypeUD, PD: 1, SendCQ: b.scq, RecvCQ: b.rcq, MaxSendWR: 1, SRQ: srq})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range []struct {
+		a Attr
+		m AttrMask
+	}{{Attr{State: StateInit, QKey: 5}, AttrState | AttrQKey}, {Attr{State: StateRTR}, AttrState}} {
+		if err := q.Modify(p.now, &st.a, st.m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srq.PostRecv(&RecvWR{ID: 1, SGL: []SGE{b.sge(0, GRHLen+10)}})
+	srq.PostRecv(&RecvWR{ID: 2, SGL: []SGE{b.sge(4096, GRHLen+100)}})
+	send := func(n int) {
+		copy(a.mem, udPayload(n, n))
+		wr := SendWR{Opcode: WRSend, SGL: []SGE{a.sge(0, n)}, AH: &AH{DGID: b.l.Info().Addr}, RemoteQPN: q.QPN(), RemoteQKey: 5}
+		if err := a.qp.PostSend(&wr); err != nil {
+			t.Fatal(err)
+		}
+		a.e.Process(p.now)
+		p.settle()
+	}
+	send(50) // too large for WQE 1: dropped, WQE 1 stays
+	if q.Counters.Dropped != 1 || srq.Len() != 2 {
+		t.Fatalf("oversize: %+v, %d WQEs", q.Counters, srq.Len())
+	}
+	send(10)
+	send(100) // exactly fills WQE 2
+	wcs := b.poll(b.rcq)
+	if len(wcs) != 2 || wcs[0].WRID != 1 || wcs[0].ByteLen != GRHLen+10 || wcs[1].WRID != 2 || wcs[1].ByteLen != GRHLen+100 || srq.Len() != 0 {
+		t.Fatalf("completions %+v, %d WQEs left", wcs, srq.Len())
+	}
+	if !bytes.Equal(b.mem[4096+GRHLen:4096+GRHLen+100], udPayload(100, 100)) {
+		t.Fatal("payload")
+	}
+}
