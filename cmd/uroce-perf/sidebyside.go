@@ -61,6 +61,7 @@ type sideBySide struct {
 	mtus                      []int
 	links                     []string
 	verbose                   io.Writer
+	log                       io.Writer
 	cells                     map[sbsKey]*sbsCell
 	order                     []sbsKey
 	errs                      []string
@@ -90,7 +91,7 @@ func benchSideBySide(args []string, stdout, stderr io.Writer) error {
 	sb := &sideBySide{cells: map[sbsKey]*sbsCell{}}
 	fs.IntVar(&sb.rounds, "r", 3, "rounds; each cell's median is reported")
 	fs.IntVar(&sb.latIters, "n", 1000, "iterations of each latency test and floor ping-pong")
-	fs.IntVar(&sb.bwIters, "bw-n", 2000, "iterations of each bandwidth test")
+	fs.IntVar(&sb.bwIters, "bw-n", 1000, "iterations of each bandwidth test")
 	fs.DurationVar(&sb.blast, "blast", 500*time.Millisecond, "duration of the raw AF_XDP blast")
 	mtus := fs.String("mtu", "1500,9000", "veth MTUs")
 	links := fs.String("links", "udp,afpacket,afxdp", "link backends")
@@ -116,7 +117,7 @@ func benchSideBySide(args []string, stdout, stderr io.Writer) error {
 	if sb.rounds < 1 || sb.latIters < 200 || sb.bwIters < 200 {
 		return fmt.Errorf("%w: -r must be positive, -n and -bw-n at least 200", ErrUsage)
 	}
-	sb.verbose = io.Discard
+	sb.verbose, sb.log = io.Discard, stderr
 	if *verbose {
 		sb.verbose = stderr
 	}
@@ -312,7 +313,11 @@ func (sb *sideBySide) uroce(allocs bool, mtu int, l, test string, size, iters in
 	var v float64
 	var long uint64
 	if err == nil {
+		t0 := time.Now()
 		v, long, err = run(iters)
+		if d := time.Since(t0); d > 5*time.Second {
+			fmt.Fprintf(sb.log, "bench: MTU %d %s %d B over %s took %.1f s\n", mtu, test, size, l, d.Seconds())
+		}
 	}
 	if err != nil {
 		sb.errs = append(sb.errs, fmt.Sprintf("MTU %d %s %d B over %s: %v", mtu, test, size, l, err))
