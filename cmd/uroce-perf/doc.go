@@ -44,6 +44,14 @@
 // perftest's "test_info" and "results" sections and one result per size
 // (and uroce's "counters" with -stats).
 //
+// `uroce-perf bench` (root) is the side-by-side benchmark: it makes two
+// namespaces joined by a veth pair (removed on exit and on SIGINT or
+// SIGTERM), runs write_lat, read_lat, send_lat (2 B, 64 B, 4 KiB) and
+// write_bw, read_bw (64 KiB) over each backend at link MTU 1500 and 9000,
+// and prints one table of medians beside the raw floors of package
+// internal/rawbench measured in the same run, with ratios and steady-state
+// allocations per operation (sidebyside.go).
+//
 // The demo runs every test at a few sizes with both ends in one process,
 // over UDP on 127.0.0.1 and 127.0.0.2 (port 4791 on each, no privilege
 // needed), and then sets write_lat beside a kernel UDP ping-pong of the
