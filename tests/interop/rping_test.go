@@ -109,9 +109,9 @@ func (s *syncBuilder) String() string {
 // doing everything right: the image lacks libgcc_s.so.1, which glibc
 // loads when rping's CQ thread ends with pthread_exit, so rping aborts
 // (exit 134) after its disconnect, and the stdout it had buffered is lost.
+// The uroce side's count of complete pings shows that it came after them.
 func guestAbortedAtExit(r lab.Result) bool {
-	return r.ExitCode == 134 && strings.Contains(r.Stderr, "libgcc_s.so.1 must be installed for pthread_exit to work") &&
-		strings.Contains(r.Stderr, "DISCONNECT EVENT")
+	return r.ExitCode == 134 && strings.Contains(r.Stderr, "libgcc_s.so.1 must be installed for pthread_exit to work")
 }
 
 // rpingLines counts the lines of an rping's output that start with
@@ -215,8 +215,10 @@ func TestRpingRxe(t *testing.T) {
 			if strings.Contains(guest.Stderr+uroce, "data mismatch") {
 				t.Error("validation failed")
 			}
-			if !strings.Contains(guest.Stderr, "DISCONNECT EVENT") {
-				t.Error("rping never saw the disconnect")
+			// A server rping ends at the client's disconnect. (A
+			// client rping's own report of it races with its exit.)
+			if uroceClient && !strings.Contains(guest.Stderr, "server DISCONNECT EVENT") {
+				t.Error("rping's server never saw the disconnect")
 			}
 			if uroceClient {
 				rpingLines(t, "uroce client", uroce, "ping data: ", count)
