@@ -38,6 +38,12 @@
 // output stays perftest's). A uroce device has one GID, its address,
 // so -x is 0 where rxe needs -x 1 for its IPv4 GID.
 //
+// -R (--rdma_cm) is perftest's: no TCP at all. The QPs are connected by
+// the communication manager (package rdmacm, MADs to QP1), and the same
+// exchange runs as RC SENDs over one more rdma_cm connection to the same
+// port, made first; the QP messages are then perftest's 56-byte binary
+// struct instead of the 108-byte text (rdmacm.go).
+//
 // Reports are computed as perftest does (pkg/perftest: write and send
 // latency are half a round trip; the two slowest samples are dropped) and
 // printed in its format; --out_json writes them to a file as JSON, with
