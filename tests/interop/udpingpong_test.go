@@ -232,3 +232,22 @@ func TestUDPingpongReference(t *testing.T) {
 	}
 	checkUDBytes(t, f.Records, 0x7b)
 }
+
+// TestUDPingpongRxeJumbo is TestUDPingpongRxe at link MTU 9000, where the
+// port MTU is 4096: ibv_ud_pingpong's default size (2048) and the largest
+// datagram.
+func TestUDPingpongRxeJumbo(t *testing.T) {
+	l := lab.New(t, lab.Config{MTU: 9000})
+	bin := buildUDPingpong(t)
+	g := l.Boot(lab.GuestConfig{})[0]
+	const iters = 50
+	for _, size := range []int{2048, 4096} {
+		for _, uroceClient := range []bool{true, false} {
+			r := udRun{uroceClient: uroceClient, size: size, iters: iters}
+			t.Run(r.String(), func(t *testing.T) {
+				res := r.run(t, l, g, bin)
+				res.checkUD(t)
+			})
+		}
+	}
+}
