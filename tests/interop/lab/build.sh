@@ -275,6 +275,11 @@ done
 for f in $(cd "$udir" && ls etc/libibverbs.d/*.driver usr/lib/x86_64-linux-gnu/libibverbs/*.so 2>/dev/null); do
 	if is_elf "$udir/$f"; then add_elf "$f"; else copy "$f"; fi
 done
+# glibc dlopens libgcc_s when a thread ends with pthread_exit (rping's CQ
+# thread does); without it the process aborts at exit and loses its
+# buffered stdout.
+gcc_s=$(find_lib libgcc_s.so.1) || die "no libgcc_s.so.1 in the closure (libgcc-s1)"
+add_elf "$gcc_s"
 [ -e "$root/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so" ] ||
 	ls "$root"/usr/lib/x86_64-linux-gnu/libibverbs/librxe-*.so >/dev/null 2>&1 ||
 	die "no rxe provider in ibverbs-providers"
