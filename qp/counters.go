@@ -9,7 +9,11 @@ type Counters struct {
 	TxBytes, RxBytes     uint64
 	PostedSends          uint64
 	CompletedSends       uint64
-	CompletedRecvs       uint64
+	// RDMASends counts SEND and SEND with immediate WRs completed
+	// successfully, RC or UD (rxe's rdma_sends, counted in its
+	// completer's do_complete); CompletedRecvs is rxe's rdma_recvs.
+	RDMASends      uint64
+	CompletedRecvs uint64
 	// Retransmits counts request packets sent again (go-back-N).
 	Retransmits uint64
 	// Timeouts counts local ACK timeouts that started a retry.

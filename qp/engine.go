@@ -458,6 +458,7 @@ func (e *Engine) Stats() EngineCounters {
 		t.RxBytes += c.RxBytes
 		t.PostedSends += c.PostedSends
 		t.CompletedSends += c.CompletedSends
+		t.RDMASends += c.RDMASends
 		t.CompletedRecvs += c.CompletedRecvs
 		t.Retransmits += c.Retransmits
 		t.Timeouts += c.Timeouts

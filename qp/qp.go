@@ -432,6 +432,9 @@ func (q *QP) completeSend(w *sendWQE) {
 	if w.status == WCSuccess {
 		q.recordLatency(w)
 		q.Counters.CompletedSends++
+		if op := w.wr.Opcode; op == WRSend || op == WRSendWithImm {
+			q.Counters.RDMASends++
+		}
 	}
 	if q.sq.next == q.sq.head {
 		q.sq.next++

@@ -48,6 +48,7 @@ var transport = []counter{
 	{"rcvd_bytes", "Payload bytes received.", func(c *verbs.QPCounters) uint64 { return c.RxBytes }},
 	{"posted_sends", "Send work requests posted.", func(c *verbs.QPCounters) uint64 { return c.PostedSends }},
 	{"completed_sends", "Send work requests completed successfully.", func(c *verbs.QPCounters) uint64 { return c.CompletedSends }},
+	{"rdma_sends", "SEND work requests completed successfully (rxe rdma_sends).", func(c *verbs.QPCounters) uint64 { return c.RDMASends }},
 	{"completed_recvs", "Receive work requests completed successfully (what rxe counts as rdma_recvs).", func(c *verbs.QPCounters) uint64 { return c.CompletedRecvs }},
 	{"retransmits", "Request packets sent again.", func(c *verbs.QPCounters) uint64 { return c.Retransmits }},
 	{"local_ack_timeouts", "Local ACK timeouts that started a retry.", func(c *verbs.QPCounters) uint64 { return c.Timeouts }},
