@@ -19,6 +19,7 @@ import (
 	"github.com/uroce/uroce/internal/perftestcap"
 	"github.com/uroce/uroce/pkg/link"
 	"github.com/uroce/uroce/pkg/link/udp"
+	"github.com/uroce/uroce/rdmacm"
 	"github.com/uroce/uroce/verbs"
 )
 
@@ -68,6 +69,12 @@ func (l *recLink) Wake() {
 // both devices send.
 func cmPair(t *testing.T, test string, rec *recorder, flags ...string) (srvOut, cliOut string, srvDev, cliDev *verbs.Device) {
 	t.Helper()
+	return cmPairAfter(t, 0, test, rec, flags...)
+}
+
+// cmPairAfter is cmPair with the server started srvDelay after the client.
+func cmPairAfter(t *testing.T, srvDelay time.Duration, test string, rec *recorder, flags ...string) (srvOut, cliOut string, srvDev, cliDev *verbs.Device) {
+	t.Helper()
 	k, ok := kindByName(test)
 	if !ok {
 		t.Fatalf("no test %s", test)
@@ -104,6 +111,7 @@ func cmPair(t *testing.T, test string, rec *recorder, flags ...string) (srvOut, 
 	var so, co bytes.Buffer
 	srvErr := make(chan error, 1)
 	go func() {
+		time.Sleep(srvDelay)
 		_, err := runCM(ctx, srvCfg, srvDev, "udp:"+srvAddr.String(), &so)
 		srvErr <- err
 	}()
@@ -159,6 +167,51 @@ func TestRDMACMLoopback(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRDMACMClientRetries starts the client before the server listens:
+// its REQs are refused (REJ "invalid service ID", as the kernel answers
+// for a port nobody listens on) until the server is up, and it connects
+// then, as perftest's client retries; a client whose server never comes
+// gives up after --timeout with the refusal in its error.
+func TestRDMACMClientRetries(t *testing.T) {
+	t.Run("late server", func(t *testing.T) {
+		_, co, _, _ := cmPairAfter(t, 500*time.Millisecond, "send_lat", nil, "-s", "8", "-n", "20")
+		if rows := tableRows(t, co); len(rows) != 1 || rows[0]["#iterations"] != 20 {
+			t.Errorf("client after retries: %v", rows)
+		}
+	})
+	t.Run("no server", testRDMACMNoServer)
+}
+
+func testRDMACMNoServer(t *testing.T) {
+	k, _ := kindByName("write_lat")
+	srvAddr, cliAddr := loopbackPair(t)
+	cfg, err := parseArgs(k, []string{"-R", "--timeout", "600ms", srvAddr.String()}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A device at the server's address with a CM but no listener.
+	srv, err := verbs.OpenAddr(srvAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	m, err := rdmacm.Open(srv, rdmacm.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	cli, err := verbs.OpenAddr(cliAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	var out bytes.Buffer
+	_, err = runCM(context.Background(), cfg, cli, "cli", &out)
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, rdmacm.ErrRefused) {
+		t.Errorf("client without a server: %v, want the deadline and the refusal", err)
 	}
 }
 
