@@ -31,4 +31,11 @@
 // the MAC (EUI-64), followed by one GID per IP address on the interface:
 // IPv4 as IPv4-mapped IPv6 (::ffff:a.b.c.d), IPv6 as itself. Every GID is of
 // type "RoCE v2", the only one uroce speaks.
+//
+// WatchLink follows one interface's state for a RoCE port, as rxe follows
+// its netdev: up means administratively up with carrier (IFF_UP and
+// IFF_LOWER_UP). It subscribes to rtnetlink's link notifications and calls
+// back, from its own goroutine, on each change of state; Close ends the
+// subscription and the goroutine. InterfaceByAddr finds the interface that
+// holds an address, for a link that knows only its address.
 package netinfo
