@@ -123,7 +123,8 @@ per 6.5 µs at 40 Gb/s; the paper's is 10 MB) and RPG_THRESHOLD 1 lets the first
 cut recover halfway to the target rate; with CLAMP_TGT_RATE 0 and CLAMP_TGT_RATE_AFTER_TIME_INC 1
 the target rate falls on a CNP only after a 300 µs timer increase, which cuts every few µs never
 allow, so it stays at line rate (RATE_TO_SET_ON_FIRST_CNP 0). Any lull in the marks sends every
-flow back near line rate within tens of µs. dcqcn-nobc, the same with RPG_BYTE_RESET 0, shows it.
+flow back near line rate within tens of µs. dcqcn-nobc, the same with RPG_BYTE_RESET 0, pauses a
+fraction as often and never with two flows; what it keeps at 16:1 comes from the unclamped target.
 `
 
 func writeCSV(name string, r *Record) error {
