@@ -57,6 +57,10 @@ type EngineCounters struct {
 	// CNPsRcvd counts CNPs received for an existing QP, whatever its
 	// algorithm did with them.
 	CNPsRcvd uint64
+	// LinkDowned counts the times the port's interface went down (rxe's
+	// link_downed). The engine never moves it: the device that follows
+	// the interface fills it in.
+	LinkDowned uint64
 	// CC sums the QPs' congestion control counters (mlx5's
 	// np_ecn_marked_roce_packets, np_cnp_sent, rp_cnp_handled,
 	// rp_cnp_ignored).

@@ -57,13 +57,20 @@ type SRQCounters struct {
 // with rdma-core's values.
 type AsyncEventType uint8
 
-// Asynchronous events the engine raises.
+// Asynchronous events: the one the engine raises, and the port's, which
+// the device that follows the port's interface raises.
 const (
+	EventPortActive      AsyncEventType = 9
+	EventPortErr         AsyncEventType = 10
 	EventSRQLimitReached AsyncEventType = 15
 )
 
 func (t AsyncEventType) String() string {
 	switch t {
+	case EventPortActive:
+		return "port active"
+	case EventPortErr:
+		return "port error"
 	case EventSRQLimitReached:
 		return "SRQ limit reached"
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/uroce/uroce/pkg/link"
 	"github.com/uroce/uroce/pkg/link/udp"
+	"github.com/uroce/uroce/pkg/netinfo"
 	"github.com/uroce/uroce/qp"
 )
 
@@ -56,6 +57,11 @@ type Device struct {
 	events     chan AsyncEvent
 	eventsLost atomic.Uint64
 	srqs       map[*qp.SRQ]*SRQ
+
+	// port follows the link's interface (port.go); nil when it has none.
+	port       *netinfo.LinkWatch
+	portDown   atomic.Bool
+	linkDowned atomic.Uint64
 }
 
 // Open makes a device over a link, which it owns from now on.
@@ -69,6 +75,7 @@ func Open(l link.Link) *Device {
 	d.srqs = map[*qp.SRQ]*SRQ{}
 	d.e.OnAsyncEvent = d.asyncEvent
 	d.initOwner()
+	d.watchPort()
 	return d
 }
 
@@ -170,6 +177,7 @@ func (d *Device) MaxPathMTU() int {
 func (d *Device) Counters() Counters {
 	var c Counters
 	d.do(func() error { c = d.e.Stats(); return nil })
+	c.LinkDowned = d.linkDowned.Load()
 	return c
 }
 
@@ -202,6 +210,7 @@ func (d *Device) Close() error {
 	if !d.closed.CompareAndSwap(false, true) {
 		return nil
 	}
+	d.unwatchPort()
 	close(d.done)
 	err := d.l.Close() // ends the owner's Wait
 	d.startMu.Lock()

@@ -117,10 +117,11 @@ func (s *SRQ) Destroy() error {
 }
 
 // AsyncEvent is an asynchronous event (ibv_async_event): its type and the
-// SRQ it concerns.
+// SRQ or the port (1, the only one) it concerns.
 type AsyncEvent struct {
 	Type AsyncEventType
 	SRQ  *SRQ
+	Port int
 }
 
 // asyncEvents is how many events wait for GetAsyncEvent; more are lost

@@ -78,6 +78,10 @@ const (
 	SRQMaxWR             = qp.SRQMaxWR
 	SRQLimit             = qp.SRQLimit
 	EventSRQLimitReached = qp.EventSRQLimitReached
+	// The port's events (IBV_EVENT_PORT_ERR, IBV_EVENT_PORT_ACTIVE): see
+	// Device.QueryPort.
+	EventPortErr    = qp.EventPortErr
+	EventPortActive = qp.EventPortActive
 
 	// QP types (ibv_qp_type); a zero QPInit.Type means RC.
 	QPTypeRC  = qp.QPTypeRC

@@ -16,12 +16,15 @@
 // rxe's hw_counters (sent_pkts, rcvd_pkts, duplicate_request,
 // out_of_seq_request, rcvd_rnr_err, send_rnr_err, rcvd_seq_err,
 // retry_exceeded_err, retry_rnr_exceeded_err, completer_retry_err,
-// send_err) and mlx5's congestion counters (np_ecn_marked_roce_packets,
-// np_cnp_sent, rp_cnp_handled, rp_cnp_ignored), then uroce's own, with
-// the link's drops by reason (icrc_errors, link_rx_dropped,
-// link_tx_dropped). Per-QP series add qp_ after the prefix, plus gauges
-// of the congestion control state: the current and target rate, DCQCN's α
-// and the smoothed RTT.
+// send_err, link_downed) and mlx5's congestion counters
+// (np_ecn_marked_roce_packets, np_cnp_sent, rp_cnp_handled,
+// rp_cnp_ignored), then uroce's own, with the link's drops by reason
+// (icrc_errors, link_rx_dropped, link_tx_dropped). Per-QP series add qp_
+// after the prefix, plus gauges of the congestion control state: the
+// current and target rate, DCQCN's α and the smoothed RTT. rxe's
+// ack_deferred is left out on purpose: it counts responses queued for a
+// completer still busy with another, and uroce's completer runs inline on
+// each response as it arrives, so it never defers one.
 //
 // Completion latency (verbs.QueuePair.Latency) is a summary per QP,
 // uroce_qp_completion_latency_seconds, and one per device,

@@ -76,6 +76,7 @@ var device = []struct {
 	{"no_buffer", "Packets not built for lack of a transmit buffer.", func(c *verbs.Counters) uint64 { return c.NoBuffer }},
 	{"send_err", "Packets the link did not send (rxe send_err).", func(c *verbs.Counters) uint64 { return c.TxErrors }},
 	{"cnps_rcvd", "CNPs received for an existing QP.", func(c *verbs.Counters) uint64 { return c.CNPsRcvd }},
+	{"link_downed", "Times the port's interface went down, its port from active to down (rxe link_downed).", func(c *verbs.Counters) uint64 { return c.LinkDowned }},
 }
 
 // linkCounters lists the link's own counters: the drops below the
