@@ -8,13 +8,14 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
-	"net/netip"
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
 	"time"
 
+	"github.com/uroce/uroce/examples/internal/metricsflag"
+	"github.com/uroce/uroce/examples/internal/netdev"
+	"github.com/uroce/uroce/examples/internal/pingdest"
 	"github.com/uroce/uroce/pkg/metrics"
 	"github.com/uroce/uroce/verbs"
 )
@@ -38,9 +39,9 @@ type options struct {
 	// device to use instead of opening one.
 	listener net.Listener
 	open     func() (*verbs.Device, error)
-	// scraped, if set, is called with the metrics server at the end of a
-	// run, while the QP still exists.
-	scraped func(*metrics.Server)
+	// scraped, if set, is called with the metrics server and the device
+	// at the end of a run, while the QP still exists.
+	scraped func(*metrics.Server, *verbs.Device)
 }
 
 func parseFlags(args []string, errOut io.Writer) (options, error) {
@@ -57,7 +58,7 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 	fs.DurationVar(&o.linger, "linger", time.Second, "keep answering the peer's retransmissions this long after the last exchange (uroce only)")
 	fs.IntVar(&o.retry, "retry", 7, "transport retry `count`: 7 retries forever, as rxe reads it (uroce only; ibv_rc_pingpong always sets 7)")
 	fs.BoolVar(&o.stats, "stats", false, "print the QP's transport counters at the end (uroce only)")
-	fs.StringVar(&o.metrics, "metrics", "", "serve Prometheus metrics at http://`addr`/metrics while running, e.g. :9090 (uroce only)")
+	fs.StringVar(&o.metrics, "metrics", "", metricsflag.Usage+" (uroce only)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage:\n  pingpong [flags]         start a server and wait for connection\n  pingpong [flags] <host>  connect to server at <host>\n")
 		fs.PrintDefaults()
@@ -111,7 +112,7 @@ func main() {
 func run(ctx context.Context, o options, out io.Writer) (err error) {
 	open := o.open
 	if open == nil {
-		open = func() (*verbs.Device, error) { return openDevice(o.device, o.peer) }
+		open = func() (*verbs.Device, error) { return netdev.Open(o.device, o.peer) }
 	}
 	d, err := open()
 	if err != nil {
@@ -127,18 +128,16 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, p.close()) }()
-	if o.metrics != "" {
-		srv, err := metrics.Listen(o.metrics)
-		if err != nil {
-			return err
-		}
-		defer srv.Close()
-		if err := srv.Register(d, "uroce0"); err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "  metrics:        %s\n", srv.URL())
+	// The page's address goes in line with the address lines below.
+	ms, err := metricsflag.Serve(o.metrics, io.Discard, map[string]*verbs.Device{"uroce0": d})
+	if err != nil {
+		return err
+	}
+	defer ms.Close()
+	if ms != nil {
+		fmt.Fprintf(out, "  metrics:        %s\n", ms.URL())
 		if o.scraped != nil {
-			defer o.scraped(srv)
+			defer o.scraped(ms.Server, d)
 		}
 	}
 	if o.stats {
@@ -151,10 +150,13 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 	if o.gid < 0 || o.gid >= len(gids) {
 		return fmt.Errorf("no GID at index %d (the device has %d)", o.gid, len(gids))
 	}
-	local := dest{QPN: p.qp.QPN(), PSN: rand.Uint32() & 0xffffff, GID: gids[o.gid]}
+	local := pingdest.Dest{QPN: p.qp.QPN(), PSN: rand.Uint32() & 0xffffff, GID: gids[o.gid]}
 	fmt.Fprintf(out, "  local address:  %v\n", local)
 
-	remote, err := exchange(ctx, o, local, func(r dest) error { return p.connect(r, local.PSN, o.mtu) })
+	// ibv_rc_pingpong's TCP exchange (examples/internal/pingdest); the server
+	// connects between reading the client's address and sending its own.
+	xc := pingdest.Config{Peer: o.peer, Port: o.port, Listener: o.listener}
+	remote, err := pingdest.Exchange(ctx, xc, local, func(r pingdest.Dest) error { return p.connect(r, local.PSN, o.mtu) })
 	if err != nil {
 		return err
 	}
@@ -171,85 +173,10 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 	if err := p.run(ctx, o.iters, o.peer != ""); err != nil {
 		return err
 	}
-	usec := float64(time.Since(start).Microseconds())
+	elapsed := time.Since(start)
 	if err := p.linger(ctx, o.linger); err != nil {
 		return err
 	}
-	bytes := float64(o.size) * float64(o.iters) * 2
-	fmt.Fprintf(out, "%.0f bytes in %.2f seconds = %.2f Mbit/sec\n", bytes, usec/1e6, bytes*8/usec)
-	fmt.Fprintf(out, "%d iters in %.2f seconds = %.2f usec/iter\n", o.iters, usec/1e6, usec/float64(o.iters))
+	pingdest.Summary(out, o.size, o.iters, elapsed)
 	return nil
-}
-
-// exchange runs the TCP exchange of QP details, as the client (o.peer set)
-// or the server; connect is the server's step between reading and writing.
-func exchange(ctx context.Context, o options, local dest, connect func(dest) error) (dest, error) {
-	port := strconv.Itoa(o.port)
-	if o.peer != "" {
-		var dl net.Dialer
-		c, err := dl.DialContext(ctx, "tcp", net.JoinHostPort(o.peer, port))
-		if err != nil {
-			return dest{}, fmt.Errorf("couldn't connect to %s:%s: %w", o.peer, port, err)
-		}
-		defer c.Close()
-		stop := context.AfterFunc(ctx, func() { c.Close() })
-		defer stop()
-		return exchangeClient(c, local)
-	}
-	ln := o.listener
-	if ln == nil {
-		var lc net.ListenConfig
-		var err error
-		// Every address, as ibv_rc_pingpong's AI_PASSIVE bind.
-		if ln, err = lc.Listen(ctx, "tcp", ":"+port); err != nil {
-			return dest{}, fmt.Errorf("couldn't listen to port %s: %w", port, err)
-		}
-	}
-	defer ln.Close()
-	stop := context.AfterFunc(ctx, func() { ln.Close() })
-	defer stop()
-	c, err := ln.Accept()
-	if err != nil {
-		return dest{}, fmt.Errorf("accept: %w", err)
-	}
-	defer c.Close()
-	stopc := context.AfterFunc(ctx, func() { c.Close() })
-	defer stopc()
-	return exchangeServer(c, local, connect)
-}
-
-// openDevice opens a device with the kernel UDP backend: on the address or
-// interface named, else, for a client, on the address that routes to the
-// peer, else on the first interface that is up and has an address.
-func openDevice(name, peer string) (*verbs.Device, error) {
-	if a, err := netip.ParseAddr(name); err == nil {
-		return verbs.OpenAddr(a)
-	}
-	if name != "" {
-		return verbs.OpenInterface(name)
-	}
-	if peer != "" {
-		// Connecting a UDP socket sends nothing; it asks the kernel which
-		// source address routes to the peer.
-		c, err := net.Dial("udp", net.JoinHostPort(peer, "4791"))
-		if err != nil {
-			return nil, fmt.Errorf("route to %s: %w", peer, err)
-		}
-		a := c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap()
-		c.Close()
-		return verbs.OpenAddr(a)
-	}
-	ifs, err := net.Interfaces()
-	if err != nil {
-		return nil, err
-	}
-	for _, ifi := range ifs {
-		if ifi.Flags&net.FlagUp == 0 || ifi.Flags&net.FlagLoopback != 0 {
-			continue
-		}
-		if d, err := verbs.OpenInterface(ifi.Name); err == nil {
-			return d, nil
-		}
-	}
-	return nil, errors.New("no interface with an address: name one with -d")
 }

@@ -1,14 +1,11 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -38,25 +35,13 @@ func TestMetricsFlag(t *testing.T) {
 		t.Fatalf("parse: %+v %v", o, err)
 	}
 	const iters = 50
-	srvDev, cliDev := loopbackPair(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	base := options{size: 64, iters: iters, mtu: 1024, rxDepth: 500, linger: 100 * time.Millisecond}
 	so, co := base, base
-	so.listener = ln
-	so.open = func() (*verbs.Device, error) { return srvDev, nil }
-	co.peer = "127.0.0.1"
-	co.port = ln.Addr().(*net.TCPAddr).Port
-	co.open = func() (*verbs.Device, error) { return cliDev, nil }
 	co.metrics = "127.0.0.1:0"
 	var page string
 	var want verbs.QPCounters
 	var qpn uint32
-	co.scraped = func(s *metrics.Server) {
+	co.scraped = func(s *metrics.Server, cliDev *verbs.Device) {
 		qps := cliDev.QPStats(nil)
 		if len(qps) != 1 {
 			t.Errorf("%d QPs", len(qps))
@@ -72,17 +57,12 @@ func TestMetricsFlag(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		page = string(b)
 	}
-	var wg sync.WaitGroup
-	var sout, cout strings.Builder
-	var serr, cerr error
-	wg.Go(func() { serr = run(ctx, so, &sout) })
-	wg.Go(func() { cerr = run(ctx, co, &cout) })
-	wg.Wait()
+	sout, cout, serr, cerr := runPair(t, so, co)
 	if serr != nil || cerr != nil {
-		t.Fatalf("server: %v\n%s\nclient: %v\n%s", serr, sout.String(), cerr, cout.String())
+		t.Fatalf("server: %v\n%s\nclient: %v\n%s", serr, sout, cerr, cout)
 	}
-	if !strings.Contains(cout.String(), "  metrics:        http://127.0.0.1:") {
-		t.Errorf("client output lacks the metrics address:\n%s", cout.String())
+	if !strings.Contains(cout, "  metrics:        http://127.0.0.1:") {
+		t.Errorf("client output lacks the metrics address:\n%s", cout)
 	}
 	qp := fmt.Sprintf(`{device="uroce0",qpn="%d"}`, qpn)
 	for _, c := range []struct {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/uroce/uroce/examples/internal/pingdest"
 	"github.com/uroce/uroce/qp"
 	"github.com/uroce/uroce/verbs"
 )
@@ -97,7 +98,7 @@ func (p *pingPong) postRecv(slot int) error {
 // connect moves the QP through RTR to RTS toward remote, with
 // ibv_rc_pingpong's attributes: timeout 14, 7 retries, RNR retry 7, min
 // RNR timer 12, one outstanding READ/atomic each way.
-func (p *pingPong) connect(remote dest, myPSN uint32, mtu int) error {
+func (p *pingPong) connect(remote pingdest.Dest, myPSN uint32, mtu int) error {
 	if !remote.GID.IsValid() || remote.GID.IsUnspecified() {
 		// ibv_rc_pingpong without -g sends a zero GID: it means to
 		// use no GRH, which RoCEv2 cannot do.

@@ -6,14 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/netip"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
 	"github.com/uroce/uroce/examples/internal/metricsflag"
+	"github.com/uroce/uroce/examples/internal/netdev"
 	"github.com/uroce/uroce/rdmacm"
 	"github.com/uroce/uroce/verbs"
 )
@@ -137,7 +136,7 @@ func run(ctx context.Context, o options, out, errOut io.Writer) (err error) {
 	params := &rdmacm.Params{ResponderResources: 1, InitiatorDepth: 1, RetryCount: 7, RNRRetryCount: 7}
 
 	if o.client {
-		dst, err := resolve(o.addr, o.port)
+		dst, err := netdev.Resolve(o.addr, o.port)
 		if err != nil {
 			return err
 		}
@@ -193,20 +192,6 @@ func run(ctx context.Context, o options, out, errOut io.Writer) (err error) {
 	return nil
 }
 
-// resolve turns -a and -p into the server's address (rping's get_addr:
-// a name or an IP address).
-func resolve(host string, port int) (netip.AddrPort, error) {
-	if a, err := netip.ParseAddr(host); err == nil {
-		return netip.AddrPortFrom(a.Unmap(), uint16(port)), nil
-	}
-	ips, err := net.LookupIP(host)
-	if err != nil || len(ips) == 0 {
-		return netip.AddrPort{}, fmt.Errorf("getaddrinfo failed: %v", err)
-	}
-	a, _ := netip.AddrFromSlice(ips[0])
-	return netip.AddrPortFrom(a.Unmap(), uint16(port)), nil
-}
-
 // openDevice opens a device with the kernel UDP backend: a server on -a
 // (or the first interface that is up and has an address), a client on -I
 // or the address that routes to the server.
@@ -216,38 +201,14 @@ func openDevice(o options) (*verbs.Device, error) {
 		local = o.addr
 	}
 	if local != "" {
-		a, err := netip.ParseAddr(local)
-		if err != nil {
-			return nil, fmt.Errorf("bad address %q: %w", local, err)
-		}
-		return verbs.OpenAddr(a.Unmap())
+		return netdev.OpenAddr(local)
 	}
 	if o.client {
-		dst, err := resolve(o.addr, o.port)
+		dst, err := netdev.Resolve(o.addr, o.port)
 		if err != nil {
 			return nil, err
 		}
-		// Connecting a UDP socket sends nothing; it asks the kernel which
-		// source address routes to the server.
-		c, err := net.Dial("udp", netip.AddrPortFrom(dst.Addr(), 4791).String())
-		if err != nil {
-			return nil, fmt.Errorf("route to %v: %w", dst.Addr(), err)
-		}
-		a := c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap()
-		c.Close()
-		return verbs.OpenAddr(a)
+		return netdev.OpenToward(dst.Addr().String())
 	}
-	ifs, err := net.Interfaces()
-	if err != nil {
-		return nil, err
-	}
-	for _, ifi := range ifs {
-		if ifi.Flags&net.FlagUp == 0 || ifi.Flags&net.FlagLoopback != 0 {
-			continue
-		}
-		if d, err := verbs.OpenInterface(ifi.Name); err == nil {
-			return d, nil
-		}
-	}
-	return nil, errors.New("no interface with an address: name one with -a")
+	return netdev.OpenFirstUp("-a")
 }

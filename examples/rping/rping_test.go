@@ -133,32 +133,22 @@ func (s *syncBuf) String() string {
 func TestLoopback(t *testing.T) {
 	for _, tc := range []struct{ count, size int }{{1, 64}, {10, 64}, {3, 5000}, {2, maxSize}} {
 		t.Run(fmt.Sprintf("C%d-S%d", tc.count, tc.size), func(t *testing.T) {
-			cliDev, srvDev, err := loopback.Pair(0)
-			if err != nil {
-				t.Fatal(err)
-			}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			listening := make(chan struct{})
 			var srvOut, srvErr, cliOut syncBuf
-			srvDone := make(chan error, 1)
-			go func() {
-				srvDone <- run(ctx, options{server: true, port: 7174, size: tc.size, verbose: true,
-					open:      func() (*verbs.Device, error) { return srvDev, nil },
-					listening: func() { close(listening) }}, &srvOut, &srvErr)
-			}()
-			select {
-			case <-listening:
-			case err := <-srvDone:
-				t.Fatalf("server: %v", err)
+			serr, cerr := loopback.Run(ctx, func(d *verbs.Device, listening func()) error {
+				return run(ctx, options{server: true, port: 7174, size: tc.size, verbose: true,
+					open:      func() (*verbs.Device, error) { return d, nil },
+					listening: listening}, &srvOut, &srvErr)
+			}, func(d *verbs.Device) error {
+				return run(ctx, options{client: true, addr: loopback.B.String(), port: 7174, count: tc.count, size: tc.size,
+					verbose: true, validate: true, open: func() (*verbs.Device, error) { return d, nil }}, &cliOut, &cliOut)
+			})
+			if cerr != nil {
+				t.Fatalf("client: %v\n%s", cerr, cliOut.String())
 			}
-			err = run(ctx, options{client: true, addr: loopback.B.String(), port: 7174, count: tc.count, size: tc.size,
-				verbose: true, validate: true, open: func() (*verbs.Device, error) { return cliDev, nil }}, &cliOut, &cliOut)
-			if err != nil {
-				t.Fatalf("client: %v\n%s", err, cliOut.String())
-			}
-			if err := <-srvDone; err != nil {
-				t.Fatalf("server: %v\n%s", err, srvErr.String())
+			if serr != nil {
+				t.Fatalf("server: %v\n%s", serr, srvErr.String())
 			}
 			cli := strings.Split(strings.TrimSuffix(cliOut.String(), "\n"), "\n")
 			srv := strings.Split(strings.TrimSuffix(srvOut.String(), "\n"), "\n")

@@ -6,13 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/netip"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
+	"github.com/uroce/uroce/examples/internal/netdev"
 	"github.com/uroce/uroce/rdmacm"
 	"github.com/uroce/uroce/verbs"
 )
@@ -253,7 +252,7 @@ func server(ctx context.Context, o options, d *verbs.Device, m *rdmacm.CM, nodes
 
 func client(ctx context.Context, o options, d *verbs.Device, m *rdmacm.CM, nodes *[]*node, out io.Writer) error {
 	fmt.Fprintln(out, "cmatose: starting client")
-	dst, err := resolve(o.server, o.port)
+	dst, err := netdev.Resolve(o.server, o.port)
 	if err != nil {
 		return err
 	}
@@ -296,40 +295,18 @@ func client(ctx context.Context, o options, d *verbs.Device, m *rdmacm.CM, nodes
 	return nil
 }
 
-func resolve(host string, port int) (netip.AddrPort, error) {
-	if a, err := netip.ParseAddr(host); err == nil {
-		return netip.AddrPortFrom(a.Unmap(), uint16(port)), nil
-	}
-	ips, err := net.LookupIP(host)
-	if err != nil || len(ips) == 0 {
-		return netip.AddrPort{}, fmt.Errorf("getaddrinfo failed: %v", err)
-	}
-	a, _ := netip.AddrFromSlice(ips[0])
-	return netip.AddrPortFrom(a.Unmap(), uint16(port)), nil
-}
-
 // openDevice opens the device on -b, else (client) on the address that
 // routes to the server.
 func openDevice(o options) (*verbs.Device, error) {
 	if o.bind != "" {
-		a, err := netip.ParseAddr(o.bind)
-		if err != nil {
-			return nil, fmt.Errorf("bad address %q: %w", o.bind, err)
-		}
-		return verbs.OpenAddr(a.Unmap())
+		return netdev.OpenAddr(o.bind)
 	}
 	if o.server == "" {
 		return nil, errors.New("the server needs -b (uroce binds one address)")
 	}
-	dst, err := resolve(o.server, o.port)
+	dst, err := netdev.Resolve(o.server, o.port)
 	if err != nil {
 		return nil, err
 	}
-	c, err := net.Dial("udp", netip.AddrPortFrom(dst.Addr(), 4791).String())
-	if err != nil {
-		return nil, fmt.Errorf("route to %v: %w", dst.Addr(), err)
-	}
-	a := c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap()
-	c.Close()
-	return verbs.OpenAddr(a)
+	return netdev.OpenToward(dst.Addr().String())
 }

@@ -17,33 +17,26 @@ import (
 func TestLoopback(t *testing.T) {
 	for _, tc := range []struct{ connections, count, size int }{{1, 10, 100}, {3, 5, 4096}, {2, 0, 0}} {
 		t.Run(fmt.Sprintf("c%d-C%d-S%d", tc.connections, tc.count, tc.size), func(t *testing.T) {
-			cliDev, srvDev, err := loopback.Pair(0)
-			if err != nil {
-				t.Fatal(err)
-			}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			o := options{port: 7471, connections: tc.connections, count: tc.count, size: tc.size}
-			listening := make(chan struct{})
 			var srvOut, cliOut strings.Builder
-			srvDone := make(chan error, 1)
-			srv := o
-			srv.open = func() (*verbs.Device, error) { return srvDev, nil }
-			srv.listening = func() { close(listening) }
-			go func() { srvDone <- run(ctx, srv, &srvOut) }()
-			select {
-			case <-listening:
-			case err := <-srvDone:
-				t.Fatalf("server: %v", err)
+			serr, cerr := loopback.Run(ctx, func(d *verbs.Device, listening func()) error {
+				srv := o
+				srv.open = func() (*verbs.Device, error) { return d, nil }
+				srv.listening = listening
+				return run(ctx, srv, &srvOut)
+			}, func(d *verbs.Device) error {
+				cli := o
+				cli.server = loopback.B.String()
+				cli.open = func() (*verbs.Device, error) { return d, nil }
+				return run(ctx, cli, &cliOut)
+			})
+			if cerr != nil {
+				t.Fatalf("client: %v\n%s", cerr, cliOut.String())
 			}
-			cli := o
-			cli.server = loopback.B.String()
-			cli.open = func() (*verbs.Device, error) { return cliDev, nil }
-			if err := run(ctx, cli, &cliOut); err != nil {
-				t.Fatalf("client: %v\n%s", err, cliOut.String())
-			}
-			if err := <-srvDone; err != nil {
-				t.Fatalf("server: %v\n%s", err, srvOut.String())
+			if serr != nil {
+				t.Fatalf("server: %v\n%s", serr, srvOut.String())
 			}
 			want := "cmatose: disconnecting\ndisconnected\n"
 			if tc.count > 0 {

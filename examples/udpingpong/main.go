@@ -11,11 +11,12 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/uroce/uroce/examples/internal/metricsflag"
+	"github.com/uroce/uroce/examples/internal/netdev"
+	"github.com/uroce/uroce/examples/internal/pingdest"
 	"github.com/uroce/uroce/verbs"
 )
 
@@ -107,7 +108,7 @@ func main() {
 func run(ctx context.Context, o options, out io.Writer) (err error) {
 	open := o.open
 	if open == nil {
-		open = func() (*verbs.Device, error) { return openDevice(o.device, o.peer) }
+		open = func() (*verbs.Device, error) { return netdev.Open(o.device, o.peer) }
 	}
 	d, err := open()
 	if err != nil {
@@ -131,7 +132,7 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 		defer func() { fmt.Fprintf(out, "counters: %+v\n", p.qp.Counters()) }()
 	}
 
-	local := dest{QPN: p.qp.QPN(), PSN: rand.Uint32() & 0xffffff, GID: netip.IPv6Unspecified()}
+	local := pingdest.Dest{QPN: p.qp.QPN(), PSN: rand.Uint32() & 0xffffff, GID: netip.IPv6Unspecified()}
 	if o.gid >= 0 {
 		if local.GID, err = d.GID(o.gid); err != nil {
 			return fmt.Errorf("could not get local gid for gid index %d: %w", o.gid, err)
@@ -144,7 +145,10 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 	// the remote one.
 	fmt.Fprintf(out, "  local address:  LID 0x%04x, QPN 0x%06x, PSN 0x%06x: GID %v\n", local.LID, local.QPN, local.PSN, local.GID)
 
-	remote, err := exchange(ctx, o, local, func(r dest) error { return p.connect(r, local.PSN) })
+	// ibv_ud_pingpong's TCP exchange (examples/internal/pingdest); the server
+	// connects between reading the client's address and sending its own.
+	xc := pingdest.Config{Peer: o.peer, Port: o.port, Listener: o.listener}
+	remote, err := pingdest.Exchange(ctx, xc, local, func(r pingdest.Dest) error { return p.connect(r, local.PSN) })
 	if err != nil {
 		return err
 	}
@@ -159,82 +163,6 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 	if err := p.run(ctx, o.iters, o.peer != "", o.timeout); err != nil {
 		return err
 	}
-	usec := float64(time.Since(start).Microseconds())
-	bytes := float64(o.size) * float64(o.iters) * 2
-	fmt.Fprintf(out, "%.0f bytes in %.2f seconds = %.2f Mbit/sec\n", bytes, usec/1e6, bytes*8/usec)
-	fmt.Fprintf(out, "%d iters in %.2f seconds = %.2f usec/iter\n", o.iters, usec/1e6, usec/float64(o.iters))
+	pingdest.Summary(out, o.size, o.iters, time.Since(start))
 	return nil
-}
-
-// exchange runs the TCP exchange of QP details, as the client (o.peer set)
-// or the server; connect is the server's step between reading and writing.
-func exchange(ctx context.Context, o options, local dest, connect func(dest) error) (dest, error) {
-	port := strconv.Itoa(o.port)
-	if o.peer != "" {
-		var dl net.Dialer
-		c, err := dl.DialContext(ctx, "tcp", net.JoinHostPort(o.peer, port))
-		if err != nil {
-			return dest{}, fmt.Errorf("couldn't connect to %s:%s: %w", o.peer, port, err)
-		}
-		defer c.Close()
-		stop := context.AfterFunc(ctx, func() { c.Close() })
-		defer stop()
-		return exchangeClient(c, local)
-	}
-	ln := o.listener
-	if ln == nil {
-		var lc net.ListenConfig
-		var err error
-		// Every address, as ud_pingpong.c's AI_PASSIVE bind.
-		if ln, err = lc.Listen(ctx, "tcp", ":"+port); err != nil {
-			return dest{}, fmt.Errorf("couldn't listen to port %s: %w", port, err)
-		}
-	}
-	defer ln.Close()
-	stop := context.AfterFunc(ctx, func() { ln.Close() })
-	defer stop()
-	c, err := ln.Accept()
-	if err != nil {
-		return dest{}, fmt.Errorf("accept: %w", err)
-	}
-	defer c.Close()
-	stopc := context.AfterFunc(ctx, func() { c.Close() })
-	defer stopc()
-	return exchangeServer(c, local, connect)
-}
-
-// openDevice opens a device with the kernel UDP backend: on the address or
-// interface named, else, for a client, on the address that routes to the
-// peer, else on the first interface that is up and has an address.
-func openDevice(name, peer string) (*verbs.Device, error) {
-	if a, err := netip.ParseAddr(name); err == nil {
-		return verbs.OpenAddr(a)
-	}
-	if name != "" {
-		return verbs.OpenInterface(name)
-	}
-	if peer != "" {
-		// Connecting a UDP socket sends nothing; it asks the kernel which
-		// source address routes to the peer.
-		c, err := net.Dial("udp", net.JoinHostPort(peer, "4791"))
-		if err != nil {
-			return nil, fmt.Errorf("route to %s: %w", peer, err)
-		}
-		a := c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap()
-		c.Close()
-		return verbs.OpenAddr(a)
-	}
-	ifs, err := net.Interfaces()
-	if err != nil {
-		return nil, err
-	}
-	for _, ifi := range ifs {
-		if ifi.Flags&net.FlagUp == 0 || ifi.Flags&net.FlagLoopback != 0 {
-			continue
-		}
-		if d, err := verbs.OpenInterface(ifi.Name); err == nil {
-			return d, nil
-		}
-	}
-	return nil, errors.New("no interface with an address: name one with -d")
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/uroce/uroce/examples/internal/pingdest"
 	"github.com/uroce/uroce/verbs"
 )
 
@@ -89,7 +90,7 @@ func (p *pingPong) postRecv(n int) int {
 // connect moves the QP to RTR and RTS and makes the address handle for the
 // peer's GID (ud_pingpong.c's pp_connect_ctx). UD needs no remote QPN or
 // PSN in the QP: every send names its destination.
-func (p *pingPong) connect(remote dest, psn uint32) error {
+func (p *pingPong) connect(remote pingdest.Dest, psn uint32) error {
 	if !remote.GID.IsValid() || remote.GID.IsUnspecified() {
 		return errors.New("the peer sent no GID: run it with -g (RoCEv2 needs a GRH)")
 	}

@@ -1,0 +1,115 @@
+package pingdest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"time"
+)
+
+// Config says where the exchange runs.
+type Config struct {
+	Peer string // the server's host; empty on the server
+	Port int    // TCP port (the programs' -p, 18515 by default)
+
+	// Listener, if set, is accepted on instead of listening on Port (for
+	// tests).
+	Listener net.Listener
+}
+
+// Exchange runs the TCP exchange, as the client (c.Peer set) or the
+// server, and returns the peer's address. connect is the server's step
+// between reading and writing (see Server); the client connects after
+// Exchange returns. Cancelling ctx closes the connection.
+func Exchange(ctx context.Context, c Config, local Dest, connect func(remote Dest) error) (Dest, error) {
+	port := strconv.Itoa(c.Port)
+	if c.Peer != "" {
+		var dl net.Dialer
+		conn, err := dl.DialContext(ctx, "tcp", net.JoinHostPort(c.Peer, port))
+		if err != nil {
+			return Dest{}, fmt.Errorf("couldn't connect to %s:%s: %w", c.Peer, port, err)
+		}
+		defer conn.Close()
+		stop := context.AfterFunc(ctx, func() { conn.Close() })
+		defer stop()
+		return Client(conn, local)
+	}
+	ln := c.Listener
+	if ln == nil {
+		var lc net.ListenConfig
+		var err error
+		// Every address, as the programs' AI_PASSIVE bind.
+		if ln, err = lc.Listen(ctx, "tcp", ":"+port); err != nil {
+			return Dest{}, fmt.Errorf("couldn't listen to port %s: %w", port, err)
+		}
+	}
+	defer ln.Close()
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	conn, err := ln.Accept()
+	if err != nil {
+		return Dest{}, fmt.Errorf("accept: %w", err)
+	}
+	defer conn.Close()
+	stopc := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stopc()
+	return Server(conn, local, connect)
+}
+
+// Client is the client's half of the exchange: write our message, read the
+// server's, write "done". The server is ready for our first send (an RC
+// QP in RTR, a UD address handle) by the time its message arrives.
+func Client(rw io.ReadWriter, local Dest) (Dest, error) {
+	m := local.Marshal()
+	if _, err := rw.Write(m[:]); err != nil {
+		return Dest{}, fmt.Errorf("send local address: %w", err)
+	}
+	if _, err := io.ReadFull(rw, m[:]); err != nil {
+		return Dest{}, fmt.Errorf("read remote address: %w", err)
+	}
+	remote, err := Parse(m[:])
+	if err != nil {
+		return Dest{}, err
+	}
+	if _, err := rw.Write(Done); err != nil {
+		return Dest{}, fmt.Errorf("send done: %w", err)
+	}
+	return remote, nil
+}
+
+// Server is the server's half: read the client's message, connect (so
+// that the client's first send finds us ready), then write our message and
+// read the client's "done".
+func Server(rw io.ReadWriter, local Dest, connect func(remote Dest) error) (Dest, error) {
+	var m [MsgSize]byte
+	if _, err := io.ReadFull(rw, m[:]); err != nil {
+		return Dest{}, fmt.Errorf("read remote address: %w", err)
+	}
+	remote, err := Parse(m[:])
+	if err != nil {
+		return Dest{}, err
+	}
+	if err := connect(remote); err != nil {
+		return Dest{}, err
+	}
+	m = local.Marshal()
+	if _, err := rw.Write(m[:]); err != nil {
+		return Dest{}, fmt.Errorf("send local address: %w", err)
+	}
+	var d [len("done\x00")]byte
+	if _, err := io.ReadFull(rw, d[:]); err != nil {
+		return Dest{}, fmt.Errorf("read done: %w", err)
+	}
+	return remote, nil
+}
+
+// Summary prints the programs' closing lines: the bytes both ways and the
+// iterations, with the rate and the time an iteration took.
+func Summary(out io.Writer, size, iters int, elapsed time.Duration) {
+	usec := float64(elapsed.Microseconds())
+	bytes := float64(size) * float64(iters) * 2
+	fmt.Fprintf(out, "%.0f bytes in %.2f seconds = %.2f Mbit/sec\n", bytes, usec/1e6, bytes*8/usec)
+	fmt.Fprintf(out, "%d iters in %.2f seconds = %.2f usec/iter\n", iters, usec/1e6, usec/float64(iters))
+}
