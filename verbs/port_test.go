@@ -206,3 +206,126 @@ func TestPortNoNetdev(t *testing.T) {
 		t.Errorf("event names %q, %q", verbs.EventPortErr, verbs.EventPortActive)
 	}
 }
+
+// waitPortEvent takes the device's next event and checks its type.
+func waitPortEvent(t *testing.T, d *verbs.Device, want verbs.AsyncEventType) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if ev, err := d.GetAsyncEvent(ctx); err != nil || ev.Type != want {
+		t.Fatalf("event %+v (%v), %v; want %v", ev, ev.Type, err, want)
+	}
+}
+
+// TestPortDownKeepsQPs: a port going down leaves its QPs as they are, as
+// rxe does. A WRITE posted while the port is down does not go out (a
+// send error), and is delivered by a retry once the port is back; with a
+// retry budget shorter than the outage it fails with WCRetryExcErr, the
+// QP moving to ERR as after any retry exhaustion.
+func TestPortDownKeepsQPs(t *testing.T) {
+	p := netns.NewPair(t, netns.PairConfig{})
+	a4, b4 := p.Addr(4)
+	var da, db *verbs.Device
+	if err := p.A.NS.Do(func() (err error) { da, err = verbs.OpenAddr(a4); return err }); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { da.Close() })
+	if err := p.B.NS.Do(func() (err error) { db, err = verbs.OpenAddr(b4); return err }); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	db.Start() // the responder answers on its own
+	pda, pdb := da.AllocPD(), db.AllocPD()
+	ca, cb := da.CreateCQ(16), db.CreateCQ(16)
+	ma, err := pda.RegMR(make([]byte, 4096), verbs.AccessLocalWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb, err := pdb.RegMR(make([]byte, 4096), verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		opt  verbs.ConnectOptions
+		want verbs.WCStatus
+		qp   verbs.QPState
+	}{
+		// 8 tries 1.07 s apart outlast the outage.
+		{"retry delivers", verbs.ConnectOptions{Timeout: 18, RetryCnt: 7}, verbs.WCSuccess, verbs.StateRTS},
+		// 2 tries 4 ms apart run out while the port is down.
+		{"retries run out", verbs.ConnectOptions{Timeout: 10, RetryCnt: 1}, verbs.WCRetryExcErr, verbs.StateErr},
+	}
+	for i, tc := range tests {
+		qa, err := pda.CreateQP(&verbs.QPInit{SendCQ: ca, RecvCQ: ca, Cap: verbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		qb, err := pdb.CreateQP(&verbs.QPInit{SendCQ: cb, RecvCQ: cb, Cap: verbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ob := tc.opt
+		ob.PSN = 500
+		tc.opt.PSN = 100
+		if err := qa.Connect(qb.Endpoint(500), tc.opt); err != nil {
+			t.Fatal(err)
+		}
+		if err := qb.Connect(qa.Endpoint(100), ob); err != nil {
+			t.Fatal(err)
+		}
+
+		setLinkUp(t, p.A, false)
+		waitPortEvent(t, da, verbs.EventPortErr)
+		if s := qa.State(); s != verbs.StateRTS {
+			t.Fatalf("%s: QP %v with the port down", tc.name, s)
+		}
+		sendErrs := func() uint64 { return da.Counters().TxErrors + da.LinkStats().TxDropped }
+		before := sendErrs()
+		copy(ma.Buf(), tc.name)
+		wr := verbs.SendWR{ID: uint64(i), Opcode: verbs.WRWrite, Flags: verbs.SendSignaled,
+			SGL: []verbs.SGE{ma.SGE(0, 64)}, RemoteAddr: mb.Addr() + uint64(i*64), RKey: mb.RKey()}
+		if err := qa.PostSend(&wr); err != nil {
+			t.Fatalf("%s: PostSend with the port down: %v", tc.name, err)
+		}
+		if sendErrs() == before {
+			t.Fatalf("%s: the WRITE went out with the port down", tc.name)
+		}
+		var wc [1]verbs.WC
+		if tc.want != verbs.WCSuccess {
+			// Let the retries run out before the port comes back.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			_, err := ca.Wait(ctx, wc[:])
+			cancel()
+			if err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+		}
+		setLinkUp(t, p.A, true)
+		waitPortEvent(t, da, verbs.EventPortActive)
+		if tc.want == verbs.WCSuccess {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			_, err := ca.Wait(ctx, wc[:])
+			cancel()
+			if err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+		}
+		if wc[0].Status != tc.want || wc[0].WRID != uint64(i) {
+			t.Fatalf("%s: completion %+v, want %v", tc.name, wc[0], tc.want)
+		}
+		if tc.want == verbs.WCSuccess && qa.Counters().Retransmits == 0 {
+			t.Fatalf("%s: delivered without a retry", tc.name)
+		}
+		if s := qa.State(); s != tc.qp {
+			t.Fatalf("%s: QP %v, want %v", tc.name, s, tc.qp)
+		}
+		db.Counters() // through B's engine goroutine: its writes happen before
+		if got := string(mb.Buf()[i*64 : i*64+len(tc.name)]); (got == tc.name) != (tc.want == verbs.WCSuccess) {
+			t.Fatalf("%s: peer's memory holds %q", tc.name, got)
+		}
+	}
+	if c := da.Counters(); c.LinkDowned != uint64(len(tests)) {
+		t.Fatalf("LinkDowned %d, want %d", c.LinkDowned, len(tests))
+	}
+}
