@@ -8,7 +8,10 @@
 // (GRHLen) with WC.SrcQP and WC.SrcGID naming its sender.
 // Shared receive queues (PD.CreateSRQ, QPInit.SRQ) feed many QPs from one
 // pool of receive WRs; their limit event, like every asynchronous event,
-// comes out of Device.GetAsyncEvent.
+// comes out of Device.GetAsyncEvent. So do the port's: a device follows
+// the state of the interface its link is bound to (Device.QueryPort),
+// reporting EventPortErr each time it goes down and EventPortActive when
+// it is back.
 //
 // Data moves like this. PostSend hands a SendWR to the device's transport
 // engine (package qp), which copies it into the QP's send queue and, in the

@@ -138,6 +138,7 @@ func TestCollector(t *testing.T) {
 		{"uroce_rp_cnp_ignored_total", []string{"device", "a"}, 0},
 		{"uroce_retry_exceeded_err_total", []string{"device", "a"}, 0},
 		{"uroce_cnps_rcvd_total", []string{"device", "a"}, float64(ca.CNPsRcvd)},
+		{"uroce_link_downed_total", []string{"device", "a"}, 0}, // a pipe's port is always active
 		{"uroce_qp_sent_pkts_total", []string{"device", "a", "qpn", qpnA}, float64(qa.Counters().TxPackets)},
 		{"uroce_qp_rp_cnp_handled_total", []string{"device", "a", "qpn", qpnA}, float64(sa.RPCNPHandled)},
 		{"uroce_qp_np_cnp_sent_total", []string{"device", "b", "qpn", qpnB}, float64(qb.CCStats().NPCNPSent)},
