@@ -60,6 +60,7 @@ type sideBySide struct {
 	blast                     time.Duration
 	mtus                      []int
 	links                     []string
+	lat, bw                   []string // the tests to run
 	verbose                   io.Writer
 	log                       io.Writer
 	cells                     map[sbsKey]*sbsCell
@@ -95,6 +96,7 @@ func benchSideBySide(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&sb.blast, "blast", 500*time.Millisecond, "duration of the raw AF_XDP blast")
 	mtus := fs.String("mtu", "1500,9000", "veth MTUs")
 	links := fs.String("links", "udp,afpacket,afxdp", "link backends")
+	tests := fs.String("tests", "", "only these tests (default: "+strings.Join(append(slices.Clone(sbsLatTests), sbsBWTests...), ",")+")")
 	verbose := fs.Bool("v", false, "print each uroce-perf report on standard error")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %v", ErrUsage, err)
@@ -112,6 +114,20 @@ func benchSideBySide(args []string, stdout, stderr io.Writer) error {
 			sb.links = append(sb.links, l)
 		default:
 			return fmt.Errorf("%w: -links: %q (udp, afpacket or afxdp)", ErrUsage, l)
+		}
+	}
+	sb.lat, sb.bw = sbsLatTests, sbsBWTests
+	if *tests != "" {
+		sb.lat, sb.bw = nil, nil
+		for _, t := range strings.Split(*tests, ",") {
+			switch t = strings.TrimSpace(t); {
+			case slices.Contains(sbsLatTests, t):
+				sb.lat = append(sb.lat, t)
+			case slices.Contains(sbsBWTests, t):
+				sb.bw = append(sb.bw, t)
+			default:
+				return fmt.Errorf("%w: -tests: %q", ErrUsage, t)
+			}
 		}
 	}
 	if sb.rounds < 1 || sb.latIters < 200 || sb.bwIters < 200 {
@@ -245,12 +261,12 @@ func (sb *sideBySide) runMTU(idx, mtu int, log io.Writer) error {
 			return err
 		}
 		for _, l := range sb.links {
-			for _, test := range sbsLatTests {
+			for _, test := range sb.lat {
 				for _, size := range sbsLatSizes {
 					sb.uroce(r == 0, mtu, l, test, size, sb.latIters, va, vb, b)
 				}
 			}
-			for _, test := range sbsBWTests {
+			for _, test := range sb.bw {
 				sb.uroce(r == 0, mtu, l, test, sbsBWSize, sb.bwIters, va, vb, b)
 			}
 		}
@@ -441,7 +457,7 @@ func (sb *sideBySide) print(w io.Writer, env string, took time.Duration) {
 			blast = median(c.vals)
 			fmt.Fprintf(w, "%-5d %-10s %6d %-9s %7.2f Gb/s %9s %9s %9s  %s\n", mtu, "blast", pm, "raw-xdp", blast, "1.00", "", "", "payload Gbit/s")
 		}
-		for _, test := range append(slices.Clone(sbsLatTests), sbsBWTests...) {
+		for _, test := range append(slices.Clone(sb.lat), sb.bw...) {
 			k, _ := kindByName(test)
 			sizes := sbsLatSizes
 			if k.bw {
