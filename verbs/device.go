@@ -60,7 +60,6 @@ type Device struct {
 
 	// port follows the link's interface (port.go); nil when it has none.
 	port       *netinfo.LinkWatch
-	portDown   atomic.Bool
 	linkDowned atomic.Uint64
 }
 

@@ -64,7 +64,7 @@ func (d *Device) QueryPort() PortAttr {
 	a := PortAttr{State: PortActive, MaxMTU: d.MaxPathMTU(), ActiveMTU: d.MaxPathMTU(), GIDTblLen: len(d.GIDs())}
 	if d.port != nil {
 		a.Netdev = d.port.Interface().Name
-		if d.portDown.Load() {
+		if !d.port.Up() {
 			a.State = PortDown
 		}
 	}
@@ -100,7 +100,6 @@ func (d *Device) watchPort() {
 	if err != nil {
 		return
 	}
-	d.portDown.Store(!w.Up())
 	d.port = w
 }
 
@@ -116,7 +115,6 @@ func (d *Device) portChanged(up bool) {
 		d.linkDowned.Add(1)
 		ev.Type = EventPortErr
 	}
-	d.portDown.Store(!up)
 	select {
 	case d.events <- ev:
 	default:

@@ -92,8 +92,8 @@ type WatchOptions struct {
 	Index int
 	Name  string
 	// OnChange is called with the new state each time it changes, in
-	// order, from the watch's goroutine; it must not block for long and
-	// must not call Close.
+	// order, from the watch's goroutine, once Up reports it; it must not
+	// block for long and must not call Close.
 	OnChange func(up bool)
 }
 
