@@ -59,20 +59,9 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 	fs.IntVar(&o.retry, "retry", 7, "transport retry `count`: 7 retries forever, as rxe reads it (uroce only; ibv_rc_pingpong always sets 7)")
 	fs.BoolVar(&o.stats, "stats", false, "print the QP's transport counters at the end (uroce only)")
 	fs.StringVar(&o.metrics, "metrics", "", metricsflag.Usage+" (uroce only)")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage:\n  pingpong [flags]         start a server and wait for connection\n  pingpong [flags] <host>  connect to server at <host>\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	var err error
+	if o.peer, err = pingdest.ParseArgs(fs, args); err != nil {
 		return o, err
-	}
-	switch fs.NArg() {
-	case 0:
-	case 1:
-		o.peer = fs.Arg(0)
-	default:
-		fs.Usage()
-		return o, errors.New("more than one host")
 	}
 	switch {
 	case o.size < 1:

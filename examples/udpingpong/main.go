@@ -58,20 +58,9 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 	fs.BoolVar(&o.stats, "stats", false, "print the QP's counters at the end (uroce only)")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "give up when no completion comes for this long (uroce only)")
 	fs.StringVar(&o.metrics, "metrics", "", metricsflag.Usage+" (uroce only)")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage:\n  udpingpong [flags]         start a server and wait for connection\n  udpingpong [flags] <host>  connect to server at <host>\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	var err error
+	if o.peer, err = pingdest.ParseArgs(fs, args); err != nil {
 		return o, err
-	}
-	switch fs.NArg() {
-	case 0:
-	case 1:
-		o.peer = fs.Arg(0)
-	default:
-		fs.Usage()
-		return o, errors.New("more than one host")
 	}
 	switch {
 	case o.size < 1:

@@ -32,25 +32,15 @@ func TestFlags(t *testing.T) {
 // kernel's loopback, and returns their outputs and errors.
 func runPair(t *testing.T, so, co options) (sout, cout string, serr, cerr error) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Failure detection only: a hung run fails instead of blocking.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	so.listener = ln
-	co.peer = "127.0.0.1"
-	co.port = ln.Addr().(*net.TCPAddr).Port
 	var sb, cb strings.Builder
-	serr, cerr = loopback.Run(ctx, func(d *verbs.Device, listening func()) error {
-		so.open = func() (*verbs.Device, error) { return d, nil }
-		listening() // the TCP listener is there already
-		err := run(ctx, so, &sb)
-		ln.Close() // a server that failed early leaves no client waiting
-		return err
-	}, func(d *verbs.Device) error {
-		co.open = func() (*verbs.Device, error) { return d, nil }
+	serr, cerr = loopback.RunTCP(ctx, func(d *verbs.Device, ln net.Listener) error {
+		so.open, so.listener = func() (*verbs.Device, error) { return d, nil }, ln
+		return run(ctx, so, &sb)
+	}, func(d *verbs.Device, port int) error {
+		co.open, co.peer, co.port = func() (*verbs.Device, error) { return d, nil }, "127.0.0.1", port
 		return run(ctx, co, &cb)
 	})
 	return sb.String(), cb.String(), serr, cerr

@@ -2,6 +2,7 @@ package loopback
 
 import (
 	"context"
+	"net"
 
 	"github.com/uroce/uroce/verbs"
 )
@@ -28,4 +29,23 @@ func Run(ctx context.Context, server func(d *verbs.Device, listening func()) err
 	}
 	clientErr = client(cliDev)
 	return <-srvDone, clientErr
+}
+
+// RunTCP is Run for the programs that swap addresses over TCP before they
+// connect (the pingpongs): the server gets a listener on 127.0.0.1, the
+// client its port. The listener is closed when the server returns, so the
+// client of a server that failed early does not wait for it.
+func RunTCP(ctx context.Context, server func(d *verbs.Device, ln net.Listener) error, client func(d *verbs.Device, port int) error) (serverErr, clientErr error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err, nil
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	serverErr, clientErr = Run(ctx, func(d *verbs.Device, listening func()) error {
+		listening() // the listener is there already
+		defer ln.Close()
+		return server(d, ln)
+	}, func(d *verbs.Device) error { return client(d, port) })
+	ln.Close() // the server's, or the one no server got (no pair)
+	return serverErr, clientErr
 }

@@ -2,6 +2,8 @@ package pingdest
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -112,4 +114,26 @@ func Summary(out io.Writer, size, iters int, elapsed time.Duration) {
 	bytes := float64(size) * float64(iters) * 2
 	fmt.Fprintf(out, "%.0f bytes in %.2f seconds = %.2f Mbit/sec\n", bytes, usec/1e6, bytes*8/usec)
 	fmt.Fprintf(out, "%d iters in %.2f seconds = %.2f usec/iter\n", iters, usec/1e6, usec/float64(iters))
+}
+
+// ParseArgs parses the programs' command line with fs: flags, then at
+// most one argument, the server's host (none: be the server). It sets
+// fs's usage to the programs' two forms.
+func ParseArgs(fs *flag.FlagSet, args []string) (peer string, err error) {
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage:\n  %[1]s [flags]         start a server and wait for connection\n  %[1]s [flags] <host>  connect to server at <host>\n", fs.Name())
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return "", err
+	}
+	switch fs.NArg() {
+	case 0:
+		return "", nil
+	case 1:
+		return fs.Arg(0), nil
+	default:
+		fs.Usage()
+		return "", errors.New("more than one host")
+	}
 }
