@@ -116,14 +116,7 @@ func (m matrix) table() string {
 		fmt.Fprintf(&b, "| %s | %s |", label, side)
 		for _, s := range tableSizes {
 			v, ok := m.cells[m.key(perfCell{test: test, size: s, uroceClient: uroceClient, drop: drop})]
-			switch {
-			case !ok:
-				b.WriteString(" — |")
-			case v:
-				b.WriteString(" pass |")
-			default:
-				b.WriteString(" FAIL |")
-			}
+			b.WriteString(cellMark(v, ok))
 		}
 		b.WriteString("\n")
 	}
@@ -155,8 +148,30 @@ func (m matrix) end() string {
 // it. A run of some cells only (-run with a subtest pattern) checks
 // nothing against README.md.
 func (m matrix) sync(t *testing.T) {
-	if len(m.cells) != m.want() {
-		t.Logf("%d of %d cells ran: %s not compared", len(m.cells), m.want(), readme)
+	syncTable(t, fmt.Sprintf("matrix for MTU %d", m.mtu), m.begin(), m.end(), m.table, len(m.cells), m.want())
+}
+
+// cellMark is a table cell: the cell passed (v) or failed, or did not run
+// (!ok).
+func cellMark(v, ok bool) string {
+	switch {
+	case !ok:
+		return " — |"
+	case v:
+		return " pass |"
+	default:
+		return " FAIL |"
+	}
+}
+
+// syncTable checks the part of README.md from begin to end, the markers
+// included, against table, or with -update rewrites it; what names the
+// table in messages. A run of fewer than all the cells (ran < want, -run
+// with a subtest pattern) compares nothing.
+func syncTable(t *testing.T, what, begin, end string, table func() string, ran, want int) {
+	t.Helper()
+	if ran != want {
+		t.Logf("%d of %d cells ran: %s not compared", ran, want, readme)
 		return
 	}
 	b, err := os.ReadFile(readme)
@@ -164,20 +179,20 @@ func (m matrix) sync(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc := string(b)
-	i, j := strings.Index(doc, m.begin()), strings.Index(doc, m.end())
+	i, j := strings.Index(doc, begin), strings.Index(doc, end)
 	if i < 0 || j < i {
-		t.Fatalf("%s has no matrix for MTU %d between %q and %q", readme, m.mtu, m.begin(), m.end())
+		t.Fatalf("%s has no %s between %q and %q", readme, what, begin, end)
 	}
-	got, want := doc[i:j+len(m.end())], m.table()
-	if got == want {
+	got, tab := doc[i:j+len(end)], table()
+	if got == tab {
 		return
 	}
 	if !*update {
-		t.Errorf("%s's matrix for MTU %d differs from this run's (go test -run %s -update rewrites it):\n%s", readme, m.mtu, t.Name(), want)
+		t.Errorf("%s's %s differs from this run's (go test -run %s -update rewrites it):\n%s", readme, what, t.Name(), tab)
 		return
 	}
-	if err := os.WriteFile(readme, []byte(doc[:i]+want+doc[j+len(m.end()):]), 0o644); err != nil {
+	if err := os.WriteFile(readme, []byte(doc[:i]+tab+doc[j+len(end):]), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%s: matrix for MTU %d rewritten", readme, m.mtu)
+	t.Logf("%s: %s rewritten", readme, what)
 }

@@ -3,8 +3,6 @@ package interop_test
 import (
 	"context"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -15,17 +13,6 @@ import (
 	"github.com/uroce/uroce/internal/pcapfile"
 	"github.com/uroce/uroce/tests/interop/lab"
 )
-
-// buildPingpong builds examples/pingpong for the Peer namespace to run.
-func buildPingpong(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "pingpong")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/uroce/uroce/examples/pingpong").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build examples/pingpong: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // uroceCounters reads the "counters: {...}" line pingpong -stats prints.
 func uroceCounters(t *testing.T, out string) map[string]uint64 {
@@ -70,15 +57,11 @@ func (r pingpongRun) String() string {
 // pingpongResult is what both sides printed and how far the guest's
 // counters moved.
 type pingpongResult struct {
-	r            pingpongRun
-	guest        lab.Result
-	uroce        string
-	uroceErr     error
-	guestDelta   lab.Counters
-	uroceCount   map[string]uint64
-	stats        lab.RoCEStats
-	frames       []pcapfile.Record
-	captureError error
+	facingResult
+	r          pingpongRun
+	f          facing
+	guestDelta lab.Counters
+	uroceCount map[string]uint64
 }
 
 // run runs r between uroce's pingpong in the lab's Peer namespace and
@@ -86,8 +69,6 @@ type pingpongResult struct {
 // the lab's own failures; check judges the programs.
 func (r pingpongRun) run(t *testing.T, l *lab.Lab, g *lab.Guest, bin string) pingpongResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), pairTimeout)
-	defer cancel()
 	guestCmd := fmt.Sprintf("ibv_rc_pingpong -d rxe0 -g 1 -n %d -s %d", r.iters, r.size)
 	uroceArgs := []string{"-d", l.PeerLink.Name, "-n", strconv.Itoa(r.iters), "-s", strconv.Itoa(r.size), "-stats"}
 	if r.drop > 0 {
@@ -97,57 +78,23 @@ func (r pingpongRun) run(t *testing.T, l *lab.Lab, g *lab.Guest, bin string) pin
 		// peerLeftEarly recognises and the caller runs again.
 		uroceArgs = append(uroceArgs, "-retry", "6")
 	}
+	return runPingpong(t, l, g, r, facing{prog: "ibv_rc_pingpong", bin: bin, guestCmd: guestCmd, uroceArgs: uroceArgs})
+}
 
-	res := pingpongResult{r: r}
-	before := counters(t, g)[0]
-	capture := l.Capture(strings.ReplaceAll(t.Name(), "/", "-"))
+// runPingpong runs one of the pingpong programs on g against its uroce
+// example, f without the peer's address (the client's last argument), and
+// reads the guest's counters around the run.
+func runPingpong(t *testing.T, l *lab.Lab, g *lab.Guest, r pingpongRun, f facing) pingpongResult {
+	t.Helper()
+	f.uroceClient = r.uroceClient
 	if r.uroceClient {
-		job, err := g.Start(guestCmd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer job.Kill()
-		if err := g.WaitListen(ctx, perftestPort); err != nil {
-			t.Fatal(err)
-		}
-		out, err := l.PeerCommand(ctx, bin, append(uroceArgs, g.Addr.String())...).CombinedOutput()
-		res.uroce, res.uroceErr = string(out), err
-		if res.guest, err = job.Wait(ctx); err != nil {
-			t.Fatal(err)
-		}
+		f.uroceArgs = append(f.uroceArgs[:len(f.uroceArgs):len(f.uroceArgs)], g.Addr.String())
 	} else {
-		var out strings.Builder
-		cmd := l.PeerCommand(ctx, bin, uroceArgs...)
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		waited := false
-		defer func() {
-			if !waited {
-				cmd.Process.Kill()
-				cmd.Wait()
-			}
-		}()
-		if err := waitPeerListen(ctx, l, perftestPort); err != nil {
-			t.Fatal(err)
-		}
-		var err error
-		if res.guest, err = g.Run(ctx, guestCmd+" "+lab.PeerAddr.Addr().String()); err != nil {
-			t.Fatal(err)
-		}
-		res.uroceErr = cmd.Wait()
-		waited = true
-		res.uroce = out.String()
+		f.guestCmd += " " + lab.PeerAddr.Addr().String()
 	}
-	after := counters(t, g)[0]
-	res.guestDelta = after.Sub(before)
-	frames, err := capture.Stop()
-	res.frames, res.captureError = frames, err
-	res.stats = lab.VerifyRoCE(frames)
-	t.Logf("ibv_rc_pingpong (%s):\n%s%s", g.Name, res.guest.Stdout, res.guest.Stderr)
-	t.Logf("uroce pingpong:\n%s", res.uroce)
-	t.Logf("capture: %v", res.stats)
+	before := counters(t, g)[0]
+	res := pingpongResult{r: r, f: f, facingResult: f.run(t, l, g)}
+	res.guestDelta = counters(t, g)[0].Sub(before)
 	t.Logf("guest hw_counters moved: %v", nonZero(res.guestDelta))
 	return res
 }
@@ -178,15 +125,7 @@ func (res pingpongResult) peerLeftEarly() bool {
 func (res *pingpongResult) check(t *testing.T) {
 	t.Helper()
 	r := res.r
-	if res.captureError != nil {
-		t.Error(res.captureError)
-	}
-	if err := res.guest.Err(); err != nil {
-		t.Errorf("ibv_rc_pingpong: %v", err)
-	}
-	if res.uroceErr != nil {
-		t.Errorf("uroce pingpong: %v", res.uroceErr)
-	}
+	res.checkEnds(t, res.f)
 	iters := fmt.Sprintf("%d iters in", r.iters)
 	if !strings.Contains(res.guest.Stdout, iters) {
 		t.Errorf("ibv_rc_pingpong's output lacks %q", iters)
@@ -277,22 +216,6 @@ func (res *pingpongResult) checkClean(t *testing.T) {
 	}
 }
 
-// waitPeerListen waits until something in the Peer namespace listens on
-// TCP port (probing with a connection would take the server's one accept).
-func waitPeerListen(ctx context.Context, l *lab.Lab, port int) error {
-	for {
-		out, err := l.PeerCommand(ctx, "ss", "-Hltn", fmt.Sprintf("sport = :%d", port)).Output()
-		if err == nil && len(strings.TrimSpace(string(out))) > 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("nothing listens on port %d in the peer namespace: %w", port, ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
 // TestPingpongRxe runs uroce's examples/pingpong against ibv_rc_pingpong
 // on an rxe guest, each side as client and as server, at message sizes of
 // one packet and of several, checking both programs' exit status and
@@ -300,7 +223,7 @@ func waitPeerListen(ctx context.Context, l *lab.Lab, port int) error {
 // and both sides' counters.
 func TestPingpongRxe(t *testing.T) {
 	l := lab.New(t, lab.Config{})
-	bin := buildPingpong(t)
+	bin := buildExample(t, "pingpong")
 	g := l.Boot(lab.GuestConfig{})[0]
 	const iters = 50
 	for _, size := range []int{1, 1024, 4096} {
@@ -321,7 +244,7 @@ func TestPingpongRxe(t *testing.T) {
 // both sides' counters must show the retransmissions that recovered.
 func TestPingpongRxeDrop(t *testing.T) {
 	l := lab.New(t, lab.Config{})
-	bin := buildPingpong(t)
+	bin := buildExample(t, "pingpong")
 	g := l.Boot(lab.GuestConfig{})[0]
 	// 4096-byte messages are four SEND packets and an ACK each way:
 	// 200 iterations put about 2000 packets on the bridge.

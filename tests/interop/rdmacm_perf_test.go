@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -80,14 +79,7 @@ func (m rdmacmMatrix) table() string {
 			fmt.Fprintf(&b, "| ib_%s | %s |", test, side)
 			for _, s := range []int{2, 8, 4096} {
 				v, ok := m.cells[perfCell{test: test, size: s, uroceClient: uc}.String()]
-				switch {
-				case !ok:
-					b.WriteString(" — |")
-				case v:
-					b.WriteString(" pass |")
-				default:
-					b.WriteString(" FAIL |")
-				}
+				b.WriteString(cellMark(v, ok))
 			}
 			b.WriteString("\n")
 		}
@@ -99,31 +91,7 @@ func (m rdmacmMatrix) table() string {
 // sync checks README.md's -R table against a full run, or with -update
 // rewrites it.
 func (m rdmacmMatrix) sync(t *testing.T) {
-	if len(m.cells) != m.want() {
-		t.Logf("%d of %d cells ran: %s not compared", len(m.cells), m.want(), readme)
-		return
-	}
-	b, err := os.ReadFile(readme)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := string(b)
-	i, j := strings.Index(doc, rdmacmBegin), strings.Index(doc, rdmacmEnd)
-	if i < 0 || j < i {
-		t.Fatalf("%s has no -R matrix between %q and %q", readme, rdmacmBegin, rdmacmEnd)
-	}
-	got, want := doc[i:j+len(rdmacmEnd)], m.table()
-	if got == want {
-		return
-	}
-	if !*update {
-		t.Errorf("%s's -R matrix differs from this run's (go test -run %s -update rewrites it):\n%s", readme, t.Name(), want)
-		return
-	}
-	if err := os.WriteFile(readme, []byte(doc[:i]+want+doc[j+len(rdmacmEnd):]), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%s: -R matrix rewritten", readme)
+	syncTable(t, "-R matrix", rdmacmBegin, rdmacmEnd, m.table, len(m.cells), m.want())
 }
 
 // rdmacmResult is a perfResult with the capture's frames kept.

@@ -1,11 +1,9 @@
 package interop_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/uroce/uroce/bth"
 	"github.com/uroce/uroce/tests/interop/lab"
@@ -32,60 +30,18 @@ func TestUcmatoseRxe(t *testing.T) {
 			name = "uroce-client"
 		}
 		t.Run(name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), pairTimeout)
-			defer cancel()
-			capture := l.Capture(strings.ReplaceAll(t.Name(), "/", "-"))
-			var guest lab.Result
-			var uroce string
-			var uroceErr error
-			uroceArgs := append([]string{"-timeout", "2m"}, strings.Fields(args)...)
+			f := facing{prog: "ucmatose", bin: bin, uroceClient: uroceClient, cmPort: ucmatosePort, uroceReady: "starting server"}
+			f.uroceArgs = append([]string{"-timeout", "2m"}, strings.Fields(args)...)
 			if uroceClient {
-				job, err := g.Start(fmt.Sprintf("ucmatose -b %v %s", g.Addr, args))
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer job.Kill()
-				if err := waitCMListen(ctx, g, ucmatosePort); err != nil {
-					t.Fatal(err)
-				}
-				out, err := l.PeerCommand(ctx, bin, append(uroceArgs, "-b", peer, "-s", g.Addr.String())...).CombinedOutput()
-				uroce, uroceErr = string(out), err
-				wctx, wcancel := context.WithTimeout(ctx, time.Minute)
-				defer wcancel()
-				if guest, err = job.Wait(wctx); err != nil {
-					job.Kill()
-					t.Fatalf("%v\nuroce ucmatose (%v):\n%s", err, uroceErr, uroce)
-				}
+				f.guestCmd = fmt.Sprintf("ucmatose -b %v %s", g.Addr, args)
+				f.uroceArgs = append(f.uroceArgs, "-b", peer, "-s", g.Addr.String())
 			} else {
-				var out syncBuilder
-				cmd, done := startPeer(ctx, t, l, "starting server", &out, bin, append(uroceArgs, "-b", peer)...)
-				var err error
-				if guest, err = g.Run(ctx, fmt.Sprintf("ucmatose -s %s %s", peer, args)); err != nil {
-					t.Fatal(err)
-				}
-				select {
-				case uroceErr = <-done:
-				case <-time.After(time.Minute):
-					cmd.Process.Kill()
-					t.Fatalf("uroce ucmatose server still running a minute after the guest's client ended\nguest:\n%s%s\nuroce:\n%s", guest.Stdout, guest.Stderr, out.String())
-				}
-				uroce = out.String()
+				f.guestCmd = fmt.Sprintf("ucmatose -s %s %s", peer, args)
+				f.uroceArgs = append(f.uroceArgs, "-b", peer)
 			}
-			frames, err := capture.Stop()
-			if err != nil {
-				t.Error(err)
-			}
-			stats := lab.VerifyRoCE(frames)
-			t.Logf("ucmatose (%s):\n%s%s", g.Name, guest.Stdout, guest.Stderr)
-			t.Logf("uroce ucmatose:\n%s", uroce)
-			t.Logf("capture: %v", stats)
-
-			if err := guest.Err(); err != nil {
-				t.Errorf("ucmatose: %v", err)
-			}
-			if uroceErr != nil {
-				t.Errorf("uroce ucmatose: %v", uroceErr)
-			}
+			res := f.run(t, l, g)
+			res.checkEnds(t, f)
+			guest, uroce, stats := res.guest, res.uroce, res.stats
 			for who, out := range map[string]string{"ucmatose": guest.Stdout, "uroce": uroce} {
 				for _, want := range []string{"data transfers complete", "return status 0"} {
 					if !strings.Contains(out, want) {

@@ -1,10 +1,7 @@
 package interop_test
 
 import (
-	"context"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,17 +10,6 @@ import (
 	"github.com/uroce/uroce/internal/pcapfile"
 	"github.com/uroce/uroce/tests/interop/lab"
 )
-
-// buildUDPingpong builds examples/udpingpong for the Peer namespace to run.
-func buildUDPingpong(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "udpingpong")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/uroce/uroce/examples/udpingpong").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build examples/udpingpong: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // udRun is one ibv_ud_pingpong run against uroce's udpingpong.
 type udRun struct {
@@ -43,61 +29,12 @@ func (r udRun) String() string {
 // only one) and ibv_ud_pingpong -g 1 on g, capturing the bridge.
 func (r udRun) run(t *testing.T, l *lab.Lab, g *lab.Guest, bin string) pingpongResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), pairTimeout)
-	defer cancel()
-	guestCmd := fmt.Sprintf("ibv_ud_pingpong -d rxe0 -g 1 -n %d -s %d", r.iters, r.size)
-	uroceArgs := []string{"-d", l.PeerLink.Name, "-g", "0", "-n", strconv.Itoa(r.iters), "-s", strconv.Itoa(r.size), "-stats"}
-
-	res := pingpongResult{r: pingpongRun{uroceClient: r.uroceClient, size: r.size, iters: r.iters}}
-	before := counters(t, g)[0]
-	capture := l.Capture(strings.ReplaceAll(t.Name(), "/", "-"))
-	if r.uroceClient {
-		job, err := g.Start(guestCmd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer job.Kill()
-		if err := g.WaitListen(ctx, perftestPort); err != nil {
-			t.Fatal(err)
-		}
-		out, err := l.PeerCommand(ctx, bin, append(uroceArgs, g.Addr.String())...).CombinedOutput()
-		res.uroce, res.uroceErr = string(out), err
-		if res.guest, err = job.Wait(ctx); err != nil {
-			t.Fatal(err)
-		}
-	} else {
-		var out strings.Builder
-		cmd := l.PeerCommand(ctx, bin, uroceArgs...)
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		waited := false
-		defer func() {
-			if !waited {
-				cmd.Process.Kill()
-				cmd.Wait()
-			}
-		}()
-		if err := waitPeerListen(ctx, l, perftestPort); err != nil {
-			t.Fatal(err)
-		}
-		var err error
-		if res.guest, err = g.Run(ctx, guestCmd+" "+lab.PeerAddr.Addr().String()); err != nil {
-			t.Fatal(err)
-		}
-		res.uroceErr = cmd.Wait()
-		waited = true
-		res.uroce = out.String()
-	}
-	res.guestDelta = counters(t, g)[0].Sub(before)
-	res.frames, res.captureError = capture.Stop()
-	res.stats = lab.VerifyRoCE(res.frames)
-	t.Logf("ibv_ud_pingpong (%s):\n%s%s", g.Name, res.guest.Stdout, res.guest.Stderr)
-	t.Logf("uroce udpingpong:\n%s", res.uroce)
-	t.Logf("capture: %v", res.stats)
-	t.Logf("guest hw_counters moved: %v", nonZero(res.guestDelta))
-	return res
+	return runPingpong(t, l, g, pingpongRun{uroceClient: r.uroceClient, size: r.size, iters: r.iters}, facing{
+		prog:      "ibv_ud_pingpong",
+		bin:       bin,
+		guestCmd:  fmt.Sprintf("ibv_ud_pingpong -d rxe0 -g 1 -n %d -s %d", r.iters, r.size),
+		uroceArgs: []string{"-d", l.PeerLink.Name, "-g", "0", "-n", strconv.Itoa(r.iters), "-s", strconv.Itoa(r.size), "-stats"},
+	})
 }
 
 // checkUD checks both programs' status and reports, that the capture holds
@@ -108,15 +45,7 @@ func (r udRun) run(t *testing.T, l *lab.Lab, g *lab.Guest, bin string) pingpongR
 func (res *pingpongResult) checkUD(t *testing.T) {
 	t.Helper()
 	r := res.r
-	if res.captureError != nil {
-		t.Error(res.captureError)
-	}
-	if err := res.guest.Err(); err != nil {
-		t.Errorf("ibv_ud_pingpong: %v", err)
-	}
-	if res.uroceErr != nil {
-		t.Errorf("uroce udpingpong: %v", res.uroceErr)
-	}
+	res.checkEnds(t, res.f)
 	iters := fmt.Sprintf("%d iters in", r.iters)
 	for who, out := range map[string]string{"ibv_ud_pingpong": res.guest.Stdout, "uroce": res.uroce} {
 		for _, want := range []string{iters, fmt.Sprintf("%d bytes in", 2*r.size*r.iters)} {
@@ -194,7 +123,7 @@ func checkUDBytes(t *testing.T, frames []pcapfile.Record, b byte) {
 // is a UD SEND Only with ibv_ud_pingpong's Q_Key, and both sides' counters.
 func TestUDPingpongRxe(t *testing.T) {
 	l := lab.New(t, lab.Config{})
-	bin := buildUDPingpong(t)
+	bin := buildExample(t, "udpingpong")
 	g := l.Boot(lab.GuestConfig{})[0]
 	const iters = 50
 	for _, size := range []int{1, 1024} {
@@ -238,7 +167,7 @@ func TestUDPingpongReference(t *testing.T) {
 // datagram.
 func TestUDPingpongRxeJumbo(t *testing.T) {
 	l := lab.New(t, lab.Config{MTU: 9000})
-	bin := buildUDPingpong(t)
+	bin := buildExample(t, "udpingpong")
 	g := l.Boot(lab.GuestConfig{})[0]
 	const iters = 50
 	for _, size := range []int{2048, 4096} {
