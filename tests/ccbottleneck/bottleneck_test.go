@@ -29,19 +29,15 @@ const (
 	// phantomPPS is the nftables meter's rate in packets per second:
 	// full 4 KiB-MTU packets are 4096 + 12 (BTH) + 4 (ICRC) + 28 (IP,
 	// UDP) + 14 (Ethernet) bytes on the shaper, and the meter marks
-	// above 98 % of the shaper's rate in them. The goodput budget sets
-	// the fraction: payload is 4096/4154 = 98.6 % of what the shaper
-	// counts, and DCQCN's sawtooth (a cut of α/2 ≈ 10 % of one flow per
-	// CNP, then 15 ms of fast recovery) holds the flows' sum 2–3 % under
-	// the rate that marks; a meter at 95.7 % therefore capped goodput
-	// near 92 % of the bottleneck on a quiet machine (flows paced at
-	// 186 Mb/s, sent at that), a 2-point margin over the 90 % target
-	// that any scheduling noise ate. At 98 % the same dynamics leave
-	// about 94 %, and the 2 % of headroom still drains the real queue
-	// between bursts. nft's byte meters hold a whole second of tokens
+	// above 95.7 % of the shaper's rate in them. Neither a meter nearer
+	// the shaper (98 %) nor a deeper phantom queue (128 packets) raised
+	// goodput over paired runs: the flows settle where bursts from the
+	// hosts' scheduling, not their average rate, empty the meter, and
+	// less headroom or depth leaves those bursts to the real queue
+	// (drops, go-back-N). nft's byte meters hold a whole second of tokens
 	// (nft_limit: tokens_max = unit · (rate + burst) / rate), far too
 	// deep for a phantom queue; its packet meters hold just the burst.
-	phantomPPS = bottleneckMbit * 1_000_000 / 8 / (4096 + 12 + 4 + 28 + 14) * 980 / 1000
+	phantomPPS = bottleneckMbit * 1_000_000 / 8 / (4096 + 12 + 4 + 28 + 14) * 957 / 1000
 	// phantomBurst is the phantom queue's depth in packets: more than
 	// the flows' pacer bursts together (3 × 64 KiB), so that paced
 	// bursts at a fair rate are not mistaken for congestion.
