@@ -30,20 +30,20 @@ func loopbackPair(t testing.TB) (srv, cli netip.Addr) {
 	return netip.AddrFrom4([4]byte{127, x, y, 1}), netip.AddrFrom4([4]byte{127, x, y, 2})
 }
 
-// runPair runs a test's server and client in this process with the given
-// flags and returns both sides' output.
-func runPair(t *testing.T, test string, flags ...string) (srvOut, cliOut string, pc pairCounters) {
+// pairConfigs parses a test's flags for a server and a client on a
+// loopback pair, the client's naming the server's address.
+func pairConfigs(t *testing.T, test string, flags ...string) (srvCfg, cliCfg *config, srvAddr, cliAddr netip.Addr) {
 	t.Helper()
 	k, ok := kindByName(test)
 	if !ok {
 		t.Fatalf("no test %s", test)
 	}
-	srvAddr, cliAddr := loopbackPair(t)
+	srvAddr, cliAddr = loopbackPair(t)
 	srvCfg, err := parseArgs(k, flags, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cliCfg, err := parseArgs(k, append(flags, srvAddr.String()), io.Discard)
+	cliCfg, err = parseArgs(k, append(flags, srvAddr.String()), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,8 +51,16 @@ func runPair(t *testing.T, test string, flags ...string) (srvOut, cliOut string,
 	srvCfg.jsonTo += ".server"
 	// Failure detection only: a healthy run takes well under a second.
 	srvCfg.timeout, cliCfg.timeout = 2*time.Minute, 2*time.Minute
+	return srvCfg, cliCfg, srvAddr, cliAddr
+}
+
+// runPair runs a test's server and client in this process with the given
+// flags and returns both sides' output.
+func runPair(t *testing.T, test string, flags ...string) (srvOut, cliOut string, pc pairCounters) {
+	t.Helper()
+	srvCfg, cliCfg, srvAddr, cliAddr := pairConfigs(t, test, flags...)
 	var so, co bytes.Buffer
-	pc, err = pair(context.Background(), srvCfg, cliCfg, srvAddr, cliAddr, &so, &co)
+	pc, err := pair(context.Background(), srvCfg, cliCfg, srvAddr, cliAddr, &so, &co)
 	if err != nil {
 		t.Fatalf("%s: %v\nserver:\n%s\nclient:\n%s", test, err, so.String(), co.String())
 	}

@@ -112,32 +112,53 @@ func runWith(ctx context.Context, cfg *config, ln net.Listener, stdout io.Writer
 // and returns what it printed.
 func runOn(conn net.Conn, cfg *config, dev *verbs.Device, name string, stdout io.Writer) (*printer, error) {
 	server := cfg.peer == ""
-	out := &printer{w: stdout, cfg: cfg, device: name}
-	stop, err := serveMetrics(cfg, dev, name)
+	out, stop, mtu, err := begin(cfg, dev, name, stdout)
 	if err != nil {
 		return out, err
 	}
 	defer stop()
-	mtu := perftest.MTUFromBytes(cfg.mtu)
-	if mtu == 0 {
-		mtu = perftest.MTUFromBytes(min(dev.MaxPathMTU(), 4096))
-	}
-	if mtu == 0 {
-		return out, fmt.Errorf("device %s: path MTU %d is no IB MTU: %w", name, dev.MaxPathMTU(), verbs.ErrMTU)
-	}
 	dc, err := newDrivingConn(conn)
 	if err != nil {
 		return out, err
 	}
 	b := newBench(cfg, dev, server)
 	b.conn = dc
-	s := &session{cfg: cfg, conn: perftest.NewConn(dc, !server), r: b, out: out, server: server,
-		sys: perftest.SysData{PageSize: os.Getpagesize(), CacheLine: 64, MTU: mtu}}
+	s := &session{cfg: cfg, conn: perftest.NewConn(dc, !server), r: b, out: out, server: server, sys: sysData(mtu)}
+	return out, s.runReport(out)
+}
+
+// begin is what a side does first with either exchange (TCP or -R): its
+// report's printer, the metrics server (stop ends it) and the IB MTU it
+// offers: -m, else the device's largest up to 4096 (perftest's is the
+// port's active MTU).
+func begin(cfg *config, dev *verbs.Device, name string, stdout io.Writer) (out *printer, stop func(), mtu perftest.MTU, err error) {
+	out = &printer{w: stdout, cfg: cfg, device: name}
+	if stop, err = serveMetrics(cfg, dev, name); err != nil {
+		return out, nil, 0, err
+	}
+	mtu = perftest.MTUFromBytes(cfg.mtu)
+	if mtu == 0 {
+		mtu = perftest.MTUFromBytes(min(dev.MaxPathMTU(), 4096))
+	}
+	if mtu == 0 {
+		stop()
+		return out, nil, 0, fmt.Errorf("device %s: path MTU %d is no IB MTU: %w", name, dev.MaxPathMTU(), verbs.ErrMTU)
+	}
+	return out, stop, mtu, nil
+}
+
+// sysData is the side's system data offered in Hello.
+func sysData(mtu perftest.MTU) perftest.SysData {
+	return perftest.SysData{PageSize: os.Getpagesize(), CacheLine: 64, MTU: mtu}
+}
+
+// runReport runs the session and ends the report, also after a failure.
+func (s *session) runReport(out *printer) error {
 	if err := s.run(); err != nil {
 		out.finish()
-		return out, err
+		return err
 	}
-	return out, out.finish()
+	return out.finish()
 }
 
 func accept(ctx context.Context, ln net.Listener) (net.Conn, error) {

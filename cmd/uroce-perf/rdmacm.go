@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"os"
 	"time"
 
 	"github.com/uroce/uroce/pkg/perftest"
@@ -231,19 +230,11 @@ func runCMTest(ctx context.Context, cfg *config, stdout io.Writer) error {
 // printed.
 func runCM(ctx context.Context, cfg *config, dev *verbs.Device, name string, stdout io.Writer) (*printer, error) {
 	server := cfg.peer == ""
-	out := &printer{w: stdout, cfg: cfg, device: name}
-	stop, err := serveMetrics(cfg, dev, name)
+	out, stop, mtu, err := begin(cfg, dev, name, stdout)
 	if err != nil {
 		return out, err
 	}
 	defer stop()
-	mtu := perftest.MTUFromBytes(cfg.mtu)
-	if mtu == 0 {
-		mtu = perftest.MTUFromBytes(min(dev.MaxPathMTU(), 4096))
-	}
-	if mtu == 0 {
-		return out, fmt.Errorf("device %s: path MTU %d is no IB MTU: %w", name, dev.MaxPathMTU(), verbs.ErrMTU)
-	}
 	m, err := rdmacm.Open(dev, rdmacm.Config{})
 	if err != nil {
 		return out, err
@@ -282,14 +273,9 @@ func runCM(ctx context.Context, cfg *config, dev *verbs.Device, name string, std
 	if r := cfg.kind.outReads(); cfg.kind.verb == verbRead || cfg.kind.verb == verbAtomic {
 		cs.params.ResponderResources, cs.params.InitiatorDepth = uint8(min(r, 128)), uint8(min(r, 128))
 	}
-	s := &session{cfg: cfg, conn: perftest.NewCMConn(xc, !server), r: b, out: out, server: server,
-		sys: perftest.SysData{PageSize: os.Getpagesize(), CacheLine: 64, MTU: mtu}}
+	s := &session{cfg: cfg, conn: perftest.NewCMConn(xc, !server), r: b, out: out, server: server, sys: sysData(mtu)}
 	s.cmConnect = func(sys perftest.SysData) error { return cs.connectTest(s.conn, b.qps, sys) }
-	if err := s.run(); err != nil {
-		out.finish()
-		return out, err
-	}
-	return out, out.finish()
+	return out, s.runReport(out)
 }
 
 // resolvePeer takes an address or a host name, as perftest's getaddrinfo.

@@ -75,23 +75,7 @@ func cmPair(t *testing.T, test string, rec *recorder, flags ...string) (srvOut, 
 // cmPairAfter is cmPair with the server started srvDelay after the client.
 func cmPairAfter(t *testing.T, srvDelay time.Duration, test string, rec *recorder, flags ...string) (srvOut, cliOut string, srvDev, cliDev *verbs.Device) {
 	t.Helper()
-	k, ok := kindByName(test)
-	if !ok {
-		t.Fatalf("no test %s", test)
-	}
-	srvAddr, cliAddr := loopbackPair(t)
-	flags = append([]string{"-R"}, flags...)
-	srvCfg, err := parseArgs(k, flags, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cliCfg, err := parseArgs(k, append(flags, srvAddr.String()), io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srvCfg.jsonTo += ".server"
-	// Failure detection only.
-	srvCfg.timeout, cliCfg.timeout = 2*time.Minute, 2*time.Minute
+	srvCfg, cliCfg, srvAddr, cliAddr := pairConfigs(t, test, append([]string{"-R"}, flags...)...)
 	open := func(a netip.Addr, client bool) *verbs.Device {
 		l, err := udp.Open(udp.Config{Addr: a})
 		if err != nil {
