@@ -81,18 +81,14 @@ func runTest(ctx context.Context, cfg *config, stdout io.Writer) error {
 
 // runWith runs one side of a test; a server takes its client from ln.
 func runWith(ctx context.Context, cfg *config, ln net.Listener, stdout io.Writer) error {
-	local, err := localAddr(cfg)
-	if err != nil {
-		return err
-	}
-	dev, name, err := openDevice(cfg, local)
+	dev, name, err := openLocal(cfg)
 	if err != nil {
 		return err
 	}
 	defer dev.Close()
 	var conn net.Conn
 	if cfg.peer == "" {
-		fmt.Fprintf(stdout, "\n************************************\n* Waiting for client to connect... *\n************************************\n")
+		fmt.Fprint(stdout, waitingBanner)
 		conn, err = accept(ctx, ln)
 		ln.Close()
 		if err != nil {
@@ -106,6 +102,18 @@ func runWith(ctx context.Context, cfg *config, ln net.Listener, stdout io.Writer
 	defer conn.Close()
 	_, err = runOn(conn, cfg, dev, name, stdout)
 	return err
+}
+
+// waitingBanner is what perftest's server prints while it waits.
+const waitingBanner = "\n************************************\n* Waiting for client to connect... *\n************************************\n"
+
+// openLocal opens the device on the address the flags pick (localAddr).
+func openLocal(cfg *config) (*verbs.Device, string, error) {
+	local, err := localAddr(cfg)
+	if err != nil {
+		return nil, "", err
+	}
+	return openDevice(cfg, local)
 }
 
 // runOn runs a test on an established exchange connection and device,

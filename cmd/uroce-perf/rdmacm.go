@@ -213,11 +213,7 @@ type cmSide struct {
 
 // runCMTest runs one side of a test with -R on the device the flags name.
 func runCMTest(ctx context.Context, cfg *config, stdout io.Writer) error {
-	local, err := localAddr(cfg)
-	if err != nil {
-		return err
-	}
-	dev, name, err := openDevice(cfg, local)
+	dev, name, err := openLocal(cfg)
 	if err != nil {
 		return err
 	}
@@ -253,7 +249,7 @@ func runCM(ctx context.Context, cfg *config, dev *verbs.Device, name string, std
 			return out, err
 		}
 		defer cs.l.Close()
-		fmt.Fprintf(stdout, "\n************************************\n* Waiting for client to connect... *\n************************************\n")
+		fmt.Fprint(stdout, waitingBanner)
 	} else {
 		addr, err := resolvePeer(cfg.peer)
 		if err != nil {
