@@ -1,6 +1,6 @@
 // Command rpc runs an echo RPC over uroce (two loopback devices, kernel UDP
 // backend, no root) and the same RPC over kernel TCP on loopback, and
-// prints round-trip latency (p50, p99) and requests/s per message size with
+// prints round-trip latency (p50, p99, p99.9) and requests/s per message size with
 // their ratios. See README.md.
 package main
 
@@ -34,8 +34,8 @@ func main() {
 
 // result is one transport's numbers at one size.
 type result struct {
-	p50, p99 time.Duration
-	rate     float64 // requests/s with par callers
+	p50, p99, p999 time.Duration
+	rate           float64 // requests/s with par callers
 }
 
 func run(port uint16, n, par int, sizes []int, metricsAddr string) error {
@@ -88,7 +88,7 @@ func run(port uint16, n, par int, sizes []int, metricsAddr string) error {
 		}
 		return nil
 	}
-	fmt.Printf("%-6s %-6s %10s %10s %12s\n", "size", "", "p50", "p99", "req/s")
+	fmt.Printf("%-6s %-6s %10s %10s %10s %12s\n", "size", "", "p50", "p99", "p99.9", "req/s")
 	for _, size := range sizes {
 		u, err := measure(uroce, size, n, par)
 		if err != nil {
@@ -98,9 +98,9 @@ func run(port uint16, n, par int, sizes []int, metricsAddr string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Printf("%-6d %-6s %10v %10v %12.0f\n", size, "uroce", u.p50, u.p99, u.rate)
-		fmt.Printf("%-6d %-6s %10v %10v %12.0f\n", size, "tcp", k.p50, k.p99, k.rate)
-		fmt.Printf("%-6d %-6s %10.2f %10.2f %12.2f\n", size, "ratio", ratio(u.p50, k.p50), ratio(u.p99, k.p99), u.rate/k.rate)
+		fmt.Printf("%-6d %-6s %10v %10v %10v %12.0f\n", size, "uroce", u.p50, u.p99, u.p999, u.rate)
+		fmt.Printf("%-6d %-6s %10v %10v %10v %12.0f\n", size, "tcp", k.p50, k.p99, k.p999, k.rate)
+		fmt.Printf("%-6d %-6s %10.2f %10.2f %10.2f %12.2f\n", size, "ratio", ratio(u.p50, k.p50), ratio(u.p99, k.p99), ratio(u.p999, k.p999), u.rate/k.rate)
 	}
 	fmt.Println("ratio: uroce/tcp (latency: below 1 is better for uroce; req/s: above 1 is)")
 	return nil
@@ -127,7 +127,7 @@ func measure(call func(req, resp []byte, p *pending) error, size, n, par int) (r
 		lat[i] = time.Since(t0)
 	}
 	slices.Sort(lat)
-	r := result{p50: lat[n/2], p99: lat[n*99/100]}
+	r := percentiles(lat)
 	var wg sync.WaitGroup
 	errs := make(chan error, par)
 	t0 := time.Now()
