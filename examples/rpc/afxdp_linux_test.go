@@ -15,6 +15,7 @@ import (
 var (
 	afxdpWait = flag.String("afxdp.wait", "poll", "AF_XDP wait mode of BenchmarkRoundTripAFXDP: busy, hybrid or poll")
 	afxdpSpin = flag.Duration("afxdp.spin", 0, "WaitHybrid's spin (0: the link's default)")
+	afxdpBusy = flag.Duration("afxdp.busypoll", 0, "SO_BUSY_POLL time (0: the link's default, negative: off)")
 )
 
 // BenchmarkRoundTripAFXDP is BenchmarkRoundTrip over a veth pair between
@@ -52,7 +53,7 @@ func BenchmarkRoundTripAFXDP(b *testing.B) {
 	}
 	xsk := func(ifname string, addr netip.Addr) func() (*verbs.Device, error) {
 		return func() (*verbs.Device, error) {
-			l, err := afxdp.Open(afxdp.Config{Interface: ifname, Addr: addr, Wait: wait, Spin: *afxdpSpin})
+			l, err := afxdp.Open(afxdp.Config{Interface: ifname, Addr: addr, Wait: wait, Spin: *afxdpSpin, BusyPoll: *afxdpBusy})
 			if err != nil {
 				return nil, err
 			}
