@@ -13,7 +13,7 @@ import (
 )
 
 var (
-	afxdpWait = flag.String("afxdp.wait", "poll", "AF_XDP wait mode of BenchmarkRoundTripAFXDP: busy, hybrid or poll")
+	afxdpWait = flag.String("afxdp.wait", "busy", "AF_XDP wait mode of BenchmarkRoundTripAFXDP: busy, hybrid or poll")
 	afxdpSpin = flag.Duration("afxdp.spin", 0, "WaitHybrid's spin (0: the link's default)")
 	afxdpBusy = flag.Duration("afxdp.busypoll", 0, "SO_BUSY_POLL time (0: the link's default, negative: off)")
 )
@@ -22,8 +22,10 @@ var (
 // two network namespaces (made by the benchmark, removed after): uroce on
 // AF_XDP sockets, uroce on the kernel UDP backend and the TCP echo, all
 // over the same veth in the same run (the verbs floor's devices on a
-// second veth and port). -afxdp.wait picks the AF_XDP sockets' wait mode;
-// the default, poll, sleeps in poll(2) (see README.md for why not busy). Root only; without it, it skips.
+// second veth and port). -afxdp.wait picks the AF_XDP sockets' wait mode:
+// busy (the default, as for latency: every waiter spins) or poll (every
+// waiter sleeps in poll(2)), which keeps its tail on a machine with fewer
+// free cores than spinners; README.md has both measured. Root only; without it, it skips.
 //
 //	go test -run XXX -bench RoundTripAFXDP -benchtime 5000x ./examples/rpc
 func BenchmarkRoundTripAFXDP(b *testing.B) {

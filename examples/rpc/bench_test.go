@@ -61,35 +61,11 @@ const parCallers = 16
 // its server on each pair of devices, and the TCP echo served on ln and
 // reached with dial (the AF_XDP benchmark puts each side in its own
 // namespace). Every transport is measured at each size before the next
-// size, so all see about the same machine load.
+// size, so all see about the same machine load. Each RPC connection (and
+// floor) lives only while it is measured: a server waits in CQ.Wait even
+// while idle, and with a busy-polling link that wait spins on a CPU the
+// transport being measured would want.
 func roundTrips(b *testing.B, pairs []devices, ln net.Listener, dial func(addr string) (*tcpClient, error)) {
-	cfg := rpc.Config{Slots: 64, MaxMsg: 16 << 10}
-	ctx := context.Background()
-	type caller func(req, resp []byte, p *pending) error
-	var uroce, bare []caller
-	for _, d := range pairs {
-		f := newFloor(b, d.floorC, d.floorS)
-		defer f.close()
-		bare = append(bare, f.call)
-		srv := rpc.NewServer(d.server, cfg, func(_ uint16, req, resp []byte) (int, uint16) { return copy(resp, req), 0 })
-		defer srv.Close()
-		cli, err := rpc.NewClient(d.client, cfg)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer cli.Close()
-		ep, err := srv.Accept(cli.Endpoint())
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := cli.Connect(ep); err != nil {
-			b.Fatal(err)
-		}
-		uroce = append(uroce, func(req, resp []byte, _ *pending) error {
-			_, err := cli.Call(ctx, 1, req, resp)
-			return err
-		})
-	}
 	go serveTCP(ln)
 	tc, err := dial(ln.Addr().String())
 	if err != nil {
@@ -105,47 +81,101 @@ func roundTrips(b *testing.B, pairs []devices, ln net.Listener, dial func(addr s
 	// The first calls over a new link wait for neighbour resolution (a
 	// dropped first packet is an RC retransmission): have them before
 	// anything is counted.
-	for _, call := range append(append([]caller{tcp}, uroce...), bare...) {
-		if _, err := warmUp(call, 64); err != nil {
-			b.Fatal(err)
-		}
+	if _, err := warmUp(tcp, 64); err != nil {
+		b.Fatal(err)
+	}
+	for _, d := range pairs {
+		withRPC(b, d, func(call caller) {
+			if _, err := warmUp(call, 64); err != nil {
+				b.Fatal(err)
+			}
+		})
+		withFloor(b, d, func(call caller) {
+			if _, err := warmUp(call, 64); err != nil {
+				b.Fatal(err)
+			}
+		})
 	}
 	for _, size := range []int{64, 1024, 16 << 10} {
 		var k result
 		b.Run(fmt.Sprintf("tcp/%d", size), func(b *testing.B) { k = latency(b, tcp, size) })
-		for i, d := range pairs {
-			b.Run(fmt.Sprintf("%s/%d", d.name, size), func(b *testing.B) {
-				defer retransmits(b, d)()
-				u := latency(b, uroce[i], size)
-				if k.p50 > 0 && u.p50 > 0 {
-					b.ReportMetric(ratio(u.p50, k.p50), "x-tcp-p50")
-					b.ReportMetric(ratio(u.p99, k.p99), "x-tcp-p99")
-					b.ReportMetric(ratio(u.p999, k.p999), "x-tcp-p99.9")
-				}
+		for _, d := range pairs {
+			withRPC(b, d, func(call caller) {
+				b.Run(fmt.Sprintf("%s/%d", d.name, size), func(b *testing.B) {
+					defer retransmits(b, d.client, d.server)()
+					u := latency(b, call, size)
+					if k.p50 > 0 && u.p50 > 0 {
+						b.ReportMetric(ratio(u.p50, k.p50), "x-tcp-p50")
+						b.ReportMetric(ratio(u.p99, k.p99), "x-tcp-p99")
+						b.ReportMetric(ratio(u.p999, k.p999), "x-tcp-p99.9")
+					}
+				})
 			})
-			b.Run(fmt.Sprintf("%s-verbs/%d", d.name, size), func(b *testing.B) { latency(b, bare[i], size) })
+			withFloor(b, d, func(call caller) {
+				b.Run(fmt.Sprintf("%s-verbs/%d", d.name, size), func(b *testing.B) {
+					defer retransmits(b, d.floorC, d.floorS)()
+					latency(b, call, size)
+				})
+			})
 		}
 		b.Run(fmt.Sprintf("rate/tcp/%d", size), func(b *testing.B) { rate(b, tcp, size) })
-		for i, d := range pairs {
-			b.Run(fmt.Sprintf("rate/%s/%d", d.name, size), func(b *testing.B) {
-				defer retransmits(b, d)()
-				rate(b, uroce[i], size)
+		for _, d := range pairs {
+			withRPC(b, d, func(call caller) {
+				b.Run(fmt.Sprintf("rate/%s/%d", d.name, size), func(b *testing.B) {
+					defer retransmits(b, d.client, d.server)()
+					rate(b, call, size)
+				})
 			})
 		}
 	}
+}
+
+// caller makes one round trip; p is the caller's own TCP call state.
+type caller func(req, resp []byte, p *pending) error
+
+// withRPC runs fn with an RPC client on d.client connected to an echo
+// server on d.server, and closes both after.
+func withRPC(b *testing.B, d devices, fn func(caller)) {
+	cfg := rpc.Config{Slots: 64, MaxMsg: 16 << 10}
+	srv := rpc.NewServer(d.server, cfg, func(_ uint16, req, resp []byte) (int, uint16) { return copy(resp, req), 0 })
+	defer srv.Close()
+	cli, err := rpc.NewClient(d.client, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cli.Close()
+	ep, err := srv.Accept(cli.Endpoint())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cli.Connect(ep); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	fn(func(req, resp []byte, _ *pending) error {
+		_, err := cli.Call(ctx, 1, req, resp)
+		return err
+	})
+}
+
+// withFloor runs fn with the bare verbs ping-pong on d's floor devices.
+func withFloor(b *testing.B, d devices, fn func(caller)) {
+	f := newFloor(b, d.floorC, d.floorS)
+	defer f.close()
+	fn(f.call)
 }
 
 // retransmits reports, when the returned function runs, the packets both
 // devices sent again meanwhile: a lost packet costs a transport timeout
 // (67 ms), which no percentile hides.
-func retransmits(b *testing.B, d devices) func() {
-	n := func() uint64 { return d.client.Counters().Retransmits + d.server.Counters().Retransmits }
+func retransmits(b *testing.B, client, server *verbs.Device) func() {
+	n := func() uint64 { return client.Counters().Retransmits + server.Counters().Retransmits }
 	n0 := n()
 	return func() { b.ReportMetric(float64(n()-n0), "retx") }
 }
 
 // latency times b.N sequential round trips of size bytes.
-func latency(b *testing.B, call func(req, resp []byte, p *pending) error, size int) result {
+func latency(b *testing.B, call caller, size int) result {
 	p, err := warmUp(call, size)
 	if err != nil {
 		b.Fatal(err)
@@ -164,7 +194,7 @@ func latency(b *testing.B, call func(req, resp []byte, p *pending) error, size i
 
 // warmUp makes 100 calls of size bytes and returns the pending call
 // (holding the response buffer) for more.
-func warmUp(call func(req, resp []byte, p *pending) error, size int) (*pending, error) {
+func warmUp(call caller, size int) (*pending, error) {
 	req, resp := make([]byte, size), make([]byte, size)
 	p := &pending{buf: resp, done: make(chan int, 1)}
 	for range 100 {
@@ -177,7 +207,7 @@ func warmUp(call func(req, resp []byte, p *pending) error, size int) (*pending, 
 
 // rate spreads b.N round trips of size bytes over parCallers callers and
 // reports requests/s.
-func rate(b *testing.B, call func(req, resp []byte, p *pending) error, size int) {
+func rate(b *testing.B, call caller, size int) {
 	var wg sync.WaitGroup
 	errs := make(chan error, parCallers)
 	t0 := time.Now()

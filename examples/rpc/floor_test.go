@@ -20,6 +20,8 @@ type floor struct {
 	send verbs.SendWR
 	wc   [8]verbs.WC
 
+	sqp  *verbs.QueuePair // the echoing side's
+	scq  *verbs.CQ
 	stop context.CancelFunc
 	done chan struct{}
 }
@@ -46,6 +48,7 @@ func newFloor(b *testing.B, dc, ds *verbs.Device) *floor {
 	f := &floor{done: make(chan struct{})}
 	f.cq, f.qp, f.mr = mk(dc)
 	scq, sqp, smr := mk(ds)
+	f.scq, f.sqp = scq, sqp
 	if err := f.qp.Connect(sqp.Endpoint(2), verbs.ConnectOptions{PSN: 1}); err != nil {
 		b.Fatal(err)
 	}
@@ -124,7 +127,13 @@ func (f *floor) call(req, _ []byte, _ *pending) error {
 	}
 }
 
+// close stops the echoing goroutine and destroys both QPs and CQs (the
+// regions and PDs go with their devices).
 func (f *floor) close() {
 	f.stop()
 	<-f.done
+	f.qp.Destroy()
+	f.sqp.Destroy()
+	f.cq.Destroy()
+	f.scq.Destroy()
 }

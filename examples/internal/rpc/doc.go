@@ -38,4 +38,12 @@
 // A server has one goroutine looping in CQ.Wait. Server handlers run on it,
 // one at a time, like eRPC's dispatch-thread handlers: a handler that
 // blocks stalls every connection of its server.
+//
+// How a waiter waits is the link's choice, not this package's: CQ.Wait
+// sleeps in the link, and a busy-polling link (afxdp.WaitBusyPoll) spins
+// there. Then a server spins a CPU for as long as it is open, requests or
+// not, and so does a caller for as long as it waits; more spinners than
+// free cores and the kernel's scheduler preempts them for milliseconds at
+// a time, which is what the tail shows (examples/rpc/README.md). Busy-poll
+// only on cores of their own; otherwise use a link that sleeps.
 package rpc
