@@ -5,6 +5,7 @@ import (
 	"net/netip"
 
 	"github.com/uroce/uroce/cc"
+	"github.com/uroce/uroce/pkg/link"
 	"github.com/uroce/uroce/qp"
 )
 
@@ -94,7 +95,13 @@ func (q *QueuePair) Modify(a *QPAttr, mask AttrMask) error {
 	if mask&qp.AttrPathMTU != 0 && a.PathMTU > d.MaxPathMTU() {
 		return fmt.Errorf("modify QP %d: %w: %d > %d", q.QPN(), ErrMTU, a.PathMTU, d.MaxPathMTU())
 	}
-	return d.do(func() error { return q.q.Modify(d.clock(), a, mask) })
+	if err := d.do(func() error { return q.q.Modify(d.clock(), a, mask) }); err != nil {
+		return err
+	}
+	if r, ok := d.l.(link.Resolver); ok && mask&qp.AttrAV != 0 {
+		r.Resolve(a.DestAddr)
+	}
+	return nil
 }
 
 // Endpoint is what two sides exchange out of band to connect (as

@@ -100,6 +100,18 @@ type Waker interface {
 	Wake()
 }
 
+// Resolver is implemented by links that learn next hops themselves
+// (afpacket, afxdp). Resolve starts learning dst's link-layer address in
+// the background and returns at once, so that the first packets sent to dst
+// are not dropped with ErrResolving. A QP calls it when it learns its
+// peer's address (ibv_modify_qp to RTR): rxe's first packets find the
+// kernel's neighbour entry warm, and a first window lost to resolution
+// would cost a whole local ACK timeout (IBA 9.7.6.1.3) before go-back-N.
+// It is safe from any goroutine.
+type Resolver interface {
+	Resolve(dst netip.Addr)
+}
+
 // Link is one RoCEv2 port. See the package documentation for buffer ownership.
 type Link interface {
 	// Alloc fills pkts with empty transmit buffers (Off = Headroom, Len = 0,

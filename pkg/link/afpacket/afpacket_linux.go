@@ -20,6 +20,7 @@ import (
 
 var _ link.Link = (*Link)(nil)
 var _ link.Waker = (*Link)(nil)
+var _ link.Resolver = (*Link)(nil)
 
 // Errors returned by Open.
 var (
@@ -325,6 +326,15 @@ func (l *Link) Release(pkts []*link.Packet) { l.c.Release(pkts) }
 func (l *Link) Send(pkts []*link.Packet) (int, error) {
 	l.now = time.Time{}
 	return l.c.Send(pkts, l.stage)
+}
+
+// Resolve starts learning dst's next hop (link.Resolver).
+func (l *Link) Resolve(dst netip.Addr) {
+	if !l.c.W.Enter() {
+		return
+	}
+	defer l.c.W.Exit()
+	l.res.Resolve(dst, time.Now()) // ErrPending until the lookup lands
 }
 
 // stage writes Ethernet, IP and UDP in front of p, its ICRC, and points TX

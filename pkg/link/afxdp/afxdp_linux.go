@@ -49,6 +49,12 @@ const (
 	WaitHybrid
 )
 
+var (
+	_ link.Link     = (*Link)(nil)
+	_ link.Waker    = (*Link)(nil)
+	_ link.Resolver = (*Link)(nil)
+)
+
 // Config configures Open.
 type Config struct {
 	// Interface is the network interface, in the calling thread's
@@ -348,6 +354,15 @@ func (l *Link) nextHop(dst netip.Addr, now *time.Time) ([6]byte, error) {
 		return [6]byte{}, err
 	}
 	return r.DstMAC, nil
+}
+
+// Resolve starts learning dst's next hop (link.Resolver).
+func (l *Link) Resolve(dst netip.Addr) {
+	if l.static || !l.w.Enter() {
+		return
+	}
+	defer l.w.Exit()
+	l.res.Resolve(dst, time.Now()) // ErrPending until the lookup lands
 }
 
 // Send writes each packet's lower headers and ICRC in place and queues it
