@@ -289,6 +289,33 @@ func (l *Link) Info() link.Info { return l.info }
 // Stats returns the link's counters.
 func (l *Link) Stats() link.Stats { return l.stats }
 
+// SocketStats sums the kernel's counters (XDP_STATISTICS: RX drops, ring
+// full, fill ring empty) and the system calls over the link's sockets: the
+// drops a transport sees only as retransmissions. Call it from the
+// goroutine that owns the link, or after the traffic stopped.
+func (l *Link) SocketStats() (xdp.Stats, error) {
+	var t xdp.Stats
+	if !l.w.Enter() {
+		return t, link.ErrClosed
+	}
+	defer l.w.Exit()
+	for _, q := range l.queues {
+		s, err := q.sock.Stats()
+		if err != nil {
+			return t, fmt.Errorf("afxdp: queue %d: %w", q.id, err)
+		}
+		t.Rx_dropped += s.Rx_dropped
+		t.Rx_invalid_descs += s.Rx_invalid_descs
+		t.Tx_invalid_descs += s.Tx_invalid_descs
+		t.Rx_ring_full += s.Rx_ring_full
+		t.Rx_fill_ring_empty_descs += s.Rx_fill_ring_empty_descs
+		t.Tx_ring_empty_descs += s.Tx_ring_empty_descs
+		t.Kicks += s.Kicks
+		t.Wakeups += s.Wakeups
+	}
+	return t, nil
+}
+
 // Alloc hands out transmit buffers: spans of the transmit queue's UMEM
 // with Off = link.Headroom.
 func (l *Link) Alloc(pkts []*link.Packet) int {
