@@ -101,16 +101,24 @@ type Waker interface {
 }
 
 // Resolver is implemented by links that learn next hops themselves
-// (afpacket, afxdp). Resolve starts learning dst's link-layer address in
-// the background and returns at once, so that the first packets sent to dst
-// are not dropped with ErrResolving. A QP calls it when it learns its
-// peer's address (ibv_modify_qp to RTR): rxe's first packets find the
-// kernel's neighbour entry warm, and a first window lost to resolution
-// would cost a whole local ACK timeout (IBA 9.7.6.1.3) before go-back-N.
-// It is safe from any goroutine.
+// (afpacket, afxdp). Resolve learns dst's link-layer address, waiting for
+// the answer a bounded moment (ResolveWait), so that the first packets sent
+// to dst are not dropped with ErrResolving; if the answer is late it
+// arrives in the background as usual. A QP calls it when it learns its
+// peer's address (ibv_modify_qp to RTR), as the kernel resolves the
+// destination MAC of a RoCE QP in modify_qp (ib_resolve_eth_dmac): a first
+// window lost to resolution would cost a whole local ACK timeout
+// (IBA 9.7.6.1.3) before go-back-N. It is safe from any goroutine and never
+// runs on a packet path.
 type Resolver interface {
 	Resolve(dst netip.Addr)
 }
+
+// ResolveWait bounds how long Resolver.Resolve waits for an answer: a
+// neighbour on the link answers in well under a millisecond, and an
+// unreachable one must not hold up a QP's modify for the resolver's whole
+// timeout.
+const ResolveWait = 250 * time.Millisecond
 
 // Link is one RoCEv2 port. See the package documentation for buffer ownership.
 type Link interface {

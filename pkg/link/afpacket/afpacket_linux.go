@@ -328,13 +328,19 @@ func (l *Link) Send(pkts []*link.Packet) (int, error) {
 	return l.c.Send(pkts, l.stage)
 }
 
-// Resolve starts learning dst's next hop (link.Resolver).
+// Resolve learns dst's next hop, waiting at most link.ResolveWait
+// (link.Resolver).
 func (l *Link) Resolve(dst netip.Addr) {
-	if !l.c.W.Enter() {
-		return
+	for start := time.Now(); ; time.Sleep(time.Millisecond) {
+		if !l.c.W.Enter() {
+			return
+		}
+		_, err := l.res.Resolve(dst, time.Now())
+		l.c.W.Exit()
+		if !errors.Is(err, link.ErrResolving) || time.Since(start) >= link.ResolveWait {
+			return
+		}
 	}
-	defer l.c.W.Exit()
-	l.res.Resolve(dst, time.Now()) // ErrPending until the lookup lands
 }
 
 // stage writes Ethernet, IP and UDP in front of p, its ICRC, and points TX

@@ -383,13 +383,22 @@ func (l *Link) nextHop(dst netip.Addr, now *time.Time) ([6]byte, error) {
 	return r.DstMAC, nil
 }
 
-// Resolve starts learning dst's next hop (link.Resolver).
+// Resolve learns dst's next hop, waiting at most link.ResolveWait
+// (link.Resolver).
 func (l *Link) Resolve(dst netip.Addr) {
-	if l.static || !l.w.Enter() {
+	if l.static {
 		return
 	}
-	defer l.w.Exit()
-	l.res.Resolve(dst, time.Now()) // ErrPending until the lookup lands
+	for start := time.Now(); ; time.Sleep(time.Millisecond) {
+		if !l.w.Enter() {
+			return
+		}
+		_, err := l.res.Resolve(dst, time.Now())
+		l.w.Exit()
+		if !errors.Is(err, link.ErrResolving) || time.Since(start) >= link.ResolveWait {
+			return
+		}
+	}
 }
 
 // Send writes each packet's lower headers and ICRC in place and queues it
