@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -98,6 +99,7 @@ func benchSideBySide(args []string, stdout, stderr io.Writer) error {
 	links := fs.String("links", "udp,afpacket,afxdp", "link backends")
 	tests := fs.String("tests", "", "only these tests (default: "+strings.Join(append(slices.Clone(sbsLatTests), sbsBWTests...), ",")+")")
 	verbose := fs.Bool("v", false, "print each uroce-perf report on standard error")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (floors included) to this file")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %v", ErrUsage, err)
 	}
@@ -153,6 +155,17 @@ func benchSideBySide(args []string, stdout, stderr io.Writer) error {
 	}()
 	defer removeNamespaces()
 
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	begin := time.Now()
 	env := machine(begin)
 	for i, mtu := range sb.mtus {
