@@ -59,3 +59,46 @@ func TestResolveAhead(t *testing.T) {
 		}
 	}
 }
+
+// TestResolveWhileOwnerWaits calls Resolve from another goroutine while
+// the link's owner sits in Wait, as verbs' Modify does while a background
+// engine (or a goroutine in CQ.Wait) owns the link: Resolve must not enter
+// the data path, so neither side panics, and the owner still receives.
+func TestResolveWhileOwnerWaits(t *testing.T) {
+	netns.RequireRoot(t)
+	for _, x := range backends {
+		t.Run(x.name, func(t *testing.T) {
+			p := netns.NewPair(t, netns.PairConfig{})
+			a, b := p.Addr(4)
+			la := openIn(t, x, p.A, a)
+			defer la.Close()
+			lb := openIn(t, x, p.B, b)
+			defer lb.Close()
+			ra, ok := la.(link.Resolver)
+			if !ok {
+				t.Skipf("%s learns no next hops itself", x.name)
+			}
+			stop := make(chan struct{})
+			owned := make(chan struct{})
+			go func() {
+				defer close(owned)
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					la.Wait(time.Millisecond)
+				}
+			}()
+			for range 50 {
+				ra.Resolve(b)
+			}
+			close(stop)
+			<-owned
+			if err := linktest.Exchange(t, lb, la, a, b, 1, 0, 1, 3*time.Second); err != nil {
+				t.Fatalf("exchange after: %v", err)
+			}
+		})
+	}
+}

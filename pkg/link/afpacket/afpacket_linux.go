@@ -331,12 +331,15 @@ func (l *Link) Send(pkts []*link.Packet) (int, error) {
 // Resolve learns dst's next hop, waiting at most link.ResolveWait
 // (link.Resolver).
 func (l *Link) Resolve(dst netip.Addr) {
+	// The resolver is safe from any goroutine, so this does not enter
+	// the data path: the engine's owner may be inside Send or Wait right
+	// now (Modify runs on the caller's goroutine). Close keeps res, only
+	// closing it, so a late call gets ErrClosed from it.
 	for start := time.Now(); ; time.Sleep(time.Millisecond) {
-		if !l.c.W.Enter() {
+		if l.c.W.Closing() {
 			return
 		}
 		_, err := l.res.Resolve(dst, time.Now())
-		l.c.W.Exit()
 		if !errors.Is(err, link.ErrResolving) || time.Since(start) >= link.ResolveWait {
 			return
 		}
@@ -452,8 +455,7 @@ func (l *Link) release() {
 		}
 	}
 	if l.ownRes && l.res != nil {
-		l.res.Close()
-		l.res = nil
+		l.res.Close() // kept, closed: Resolve may still read it
 	}
 	l.c.Free()
 }

@@ -389,12 +389,15 @@ func (l *Link) Resolve(dst netip.Addr) {
 	if l.static {
 		return
 	}
+	// The resolver is safe from any goroutine, so this does not enter
+	// the data path: the engine's owner may be inside Send or Wait right
+	// now (Modify runs on the caller's goroutine). Close keeps res, only
+	// closing it, so a late call gets ErrClosed from it.
 	for start := time.Now(); ; time.Sleep(time.Millisecond) {
-		if !l.w.Enter() {
+		if l.w.Closing() {
 			return
 		}
 		_, err := l.res.Resolve(dst, time.Now())
-		l.w.Exit()
 		if !errors.Is(err, link.ErrResolving) || time.Since(start) >= link.ResolveWait {
 			return
 		}
@@ -800,8 +803,7 @@ func (l *Link) close() error {
 	}
 	l.queues, l.txq = nil, nil
 	if l.res != nil {
-		l.res.Close()
-		l.res = nil
+		l.res.Close() // kept, closed: Resolve may still read it
 	}
 	if l.w != nil {
 		l.w.Free()
