@@ -1,7 +1,10 @@
 // Package ccbottleneck tests uroce's congestion control on a real ECN
 // bottleneck: a dumbbell of network namespaces in which several senders,
-// each a uroce device on the kernel UDP backend, stream RDMA WRITEs through
-// a router to one receiver.
+// each a uroce device, stream RDMA WRITEs through a router to one receiver.
+// The test runs twice, with the hosts on the kernel UDP backend and on
+// AF_XDP (package afxdp, its XDP program on each host's veth end passing
+// ARP and the rest to the kernel); the router forwards in the kernel
+// either way.
 //
 // The router's egress toward the receiver is the bottleneck: a tc tbf
 // shaper with a queue of a few hundred kilobytes. This kernel has no RED or
