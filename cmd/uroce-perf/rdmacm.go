@@ -58,13 +58,14 @@ const cmRetry = 100 * time.Millisecond
 // waits in a handshake (a read_lat or write_bw server waits in one for the
 // whole test).
 type msgConn struct {
-	ctx  context.Context
-	pd   *verbs.PD
-	cq   *verbs.CQ
-	qp   *verbs.QueuePair
-	mr   *verbs.MR // cmRecvs receive slots, then the send slot
-	wc   [8]verbs.WC
-	recv []verbs.WC // receive completions not read yet
+	ctx     context.Context
+	pd      *verbs.PD
+	cq      *verbs.CQ
+	qp      *verbs.QueuePair
+	mr      *verbs.MR // cmRecvs receive slots, then the send slot
+	wc      [8]verbs.WC
+	pending []verbs.WC // polled into wc, not taken yet
+	recv    []verbs.WC // receive completions not read yet
 }
 
 var errShortMessage = errors.New("exchange message size mismatch")
@@ -104,7 +105,11 @@ func (m *msgConn) post(slot int) error {
 	return nil
 }
 
-// next waits for the next completion, keeping receives for Read.
+// next waits for the next completion, keeping receives for Read. It takes
+// completions in order and leaves those after the one it returns for the
+// next call: at the end the server disconnects as soon as its last message
+// is through, and the flushed receives that follow in the CQ must not fail
+// a client that already has what it waited for.
 func (m *msgConn) next(want verbs.WCOpcode) (verbs.WC, error) {
 	for {
 		if want == verbs.WCRecv && len(m.recv) > 0 {
@@ -112,24 +117,22 @@ func (m *msgConn) next(want verbs.WCOpcode) (verbs.WC, error) {
 			m.recv = m.recv[1:]
 			return w, nil
 		}
-		n, err := m.cq.Wait(m.ctx, m.wc[:])
-		if err != nil {
-			return verbs.WC{}, fmt.Errorf("exchange: %w", err)
-		}
-		var got *verbs.WC
-		for i := range m.wc[:n] {
-			w := m.wc[i]
-			switch {
-			case w.Status != verbs.WCSuccess:
-				return w, fmt.Errorf("exchange: %w: %v on %v", ErrCompletion, w.Status, w.Opcode)
-			case w.Opcode == verbs.WCRecv:
-				m.recv = append(m.recv, w)
-			case w.Opcode == want:
-				got = &m.wc[i]
+		if len(m.pending) == 0 {
+			n, err := m.cq.Wait(m.ctx, m.wc[:])
+			if err != nil {
+				return verbs.WC{}, fmt.Errorf("exchange: %w", err)
 			}
+			m.pending = m.wc[:n]
 		}
-		if got != nil {
-			return *got, nil
+		w := m.pending[0]
+		m.pending = m.pending[1:]
+		switch {
+		case w.Status != verbs.WCSuccess:
+			return w, fmt.Errorf("exchange: %w: %v on %v", ErrCompletion, w.Status, w.Opcode)
+		case w.Opcode == verbs.WCRecv:
+			m.recv = append(m.recv, w)
+		case w.Opcode == want:
+			return w, nil
 		}
 	}
 }
@@ -322,15 +325,22 @@ func (cs *cmSide) connect(q *verbs.QueuePair) error {
 		cs.conns = append(cs.conns, c)
 		return nil
 	}
+	var refused error // the last refusal, for the error at the deadline
 	for {
 		c, err := cs.m.Dial(ctx, cs.peer, q, &p)
 		if err == nil {
 			cs.conns = append(cs.conns, c)
 			return nil
 		}
+		if ctx.Err() != nil && refused != nil {
+			// The deadline cut an attempt short: the refusals before it
+			// say why the client gave up.
+			return fmt.Errorf("%w (last refusal: %w)", ctx.Err(), refused)
+		}
 		if !errors.Is(err, rdmacm.ErrRejected) {
 			return err
 		}
+		refused = err
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%w (last attempt: %w)", ctx.Err(), err)
