@@ -196,6 +196,19 @@ func (e *Engine) ccSentResponse(q *QP, wire int) {
 	e.ccSync(q)
 }
 
+// ccSentAck charges an ACK, NAK or atomic ACK of wire bytes to the QP's
+// pacer, so everything a paced QP sends stays within its rate. An ACK
+// is never held for tokens: the peer's requester times out on a late one
+// (IBA 9.7.6.1.3) and its window waits on it, so holding ACKs would slow
+// the flow that is not congested. The debt it leaves delays the QP's next
+// request or READ response instead. It feeds no byte counter: DCQCN
+// counts the QP's data.
+func (e *Engine) ccSentAck(q *QP, lp *link.Packet) {
+	if lp != nil && q.cc.paced {
+		q.cc.pacer.Take(e.now, lp.Len+ipUDPLen)
+	}
+}
+
 // ccAckDue reports whether a paced QP's next request should ask for an
 // ACK although rxe's every-64-packets rule would not: a QP paced far below
 // the line rate may take longer than the local ACK timeout to send 64

@@ -434,3 +434,45 @@ func BenchmarkCCManyQPs(b *testing.B) {
 		x.e.ccCNP(x)
 	})
 }
+
+// TestAckCharged: a paced QP's ACKs, like its requests and READ
+// responses, spend its pacer's tokens (they go out at once, never held),
+// so a QP that answers many requests has less left for its own: after
+// ACKs worth more than the bucket, its next request waits for the pacer.
+func TestAckCharged(t *testing.T) {
+	c := New(t)
+	defer c.Cleanup()
+	const rate = 10 * cc.Mbps
+	cfg := cc.DefaultConfig(cc.KindDCQCN, rate)
+	if err := c.QP.SetCC(c.Now, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	before := c.QP.cc.pacer.Tokens(c.Now)
+	const acks = 1500 // 48 bytes each: more than the 64 KiB bucket
+	wire := 0
+	for range acks {
+		f := &bth.PacketFields{RETH: bth.RETHFields{VA: ctxMemBase, RKey: c.MR.RKey, DMALen: 8}}
+		c.sendRequestTOS(bth.RCWriteOnly, f, make([]byte, 8), true, link.ECT0)
+		lp := c.Port.sent[0]
+		c.Expect(opcodeIs(bth.RCAcknowledge))
+		wire += lp.Len + ipUDPLen
+	}
+	// No time passed: the bucket lost exactly the ACKs' bytes.
+	if got := before - c.QP.cc.pacer.Tokens(c.Now); got != int64(wire) {
+		t.Fatalf("tokens fell by %d after %d ACKs of %d bytes in all", got, acks, wire)
+	}
+	if before-int64(wire) >= 0 {
+		t.Fatalf("the ACKs (%d bytes) did not exhaust the bucket (%d): the test shows nothing", wire, before)
+	}
+	// A request now waits for the pacer instead of going out.
+	c.PostSend(&SendWR{ID: 1, Opcode: WRWrite, Flags: FlagSignaled, SGL: []SGE{{Addr: ctxMemBase, Length: 8, LKey: c.MR.LKey}}, RemoteAddr: 0x1000, RKey: 0x99})
+	c.E.Process(c.Now)
+	c.CheckNoPacket()
+	when, ok := c.E.NextDeadline()
+	if !ok || !when.After(c.Now) {
+		t.Fatalf("no pacer timer after the ACKs' debt: %v %v", when, ok)
+	}
+	c.Now = when
+	c.E.Process(c.Now)
+	c.Expect(opcodeIs(bth.RCWriteOnly))
+}

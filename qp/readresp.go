@@ -199,7 +199,8 @@ func (e *Engine) sendAckMSN(q *QP, syn bth.Syndrome, psn bth.PSN, msn uint32) {
 	bf := bth.BTHFields{Opcode: bth.RCAcknowledge, PSN: psn}
 	e.pf.AETH.Syndrome = syn
 	e.pf.AETH.MSN = msn & bth.QPNMask
-	e.newPacket(q, &bf, 0, true)
+	lp, _ := e.newPacket(q, &bf, 0, true)
+	e.ccSentAck(q, lp)
 }
 
 // sendAtomicAckMSN sends an ATOMIC ACKNOWLEDGE with the original value and
@@ -210,5 +211,6 @@ func (e *Engine) sendAtomicAckMSN(q *QP, psn bth.PSN, orig uint64, msn uint32) b
 	e.pf.AETH.MSN = msn & bth.QPNMask
 	e.pf.AtomicAckETH = orig
 	lp, _ := e.newPacket(q, &bf, 0, true)
+	e.ccSentAck(q, lp)
 	return lp != nil
 }

@@ -491,5 +491,6 @@ func (e *Engine) sendAck(q *QP, syn bth.Syndrome, psn bth.PSN) {
 	bf := bth.BTHFields{Opcode: bth.RCAcknowledge, PSN: psn}
 	e.pf.AETH.Syndrome = syn
 	e.pf.AETH.MSN = q.resp.msn & bth.QPNMask
-	e.newPacket(q, &bf, 0, true)
+	lp, _ := e.newPacket(q, &bf, 0, true)
+	e.ccSentAck(q, lp)
 }
