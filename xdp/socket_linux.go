@@ -90,7 +90,11 @@ type Config struct {
 	// Shared, if set, makes this socket share Shared's UMEM (XDP_SHARED_UMEM)
 	// with its own Fill and Completion rings, as a socket on another queue
 	// of the same device must. NumFrames, FrameSize and Headroom are then
-	// taken from Shared, which must outlive this socket.
+	// taken from Shared, which must outlive this socket, and so are the
+	// bind mode, need_wakeup and multi-buffer (the kernel binds a sharer
+	// with its owner's flags): BindZeroCopy with a copy-mode owner fails
+	// with ErrZeroCopy, BindCopy with a zero-copy owner or MultiBuffer
+	// with an owner without it with ErrConfig.
 	Shared *Socket
 }
 
@@ -158,6 +162,18 @@ func (c *Config) setDefaults() error {
 func Open(cfg Config) (*Socket, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
+	}
+	if o := cfg.Shared; o != nil {
+		// A sharer takes its owner's mode (see open).
+		switch {
+		case cfg.Mode == BindZeroCopy && !o.zeroCopy:
+			return nil, fmt.Errorf("%w: the shared UMEM's owner is bound in copy mode", ErrZeroCopy)
+		case cfg.Mode == BindCopy && o.zeroCopy:
+			return nil, fmt.Errorf("%w: copy mode asked, the shared UMEM's owner is zero-copy", ErrConfig)
+		case cfg.MultiBuffer && !o.multiBuff:
+			return nil, fmt.Errorf("%w: multi-buffer asked, the shared UMEM's owner is not", ErrConfig)
+		}
+		return open(cfg, o.zeroCopy)
 	}
 	switch cfg.Mode {
 	case BindCopy:
@@ -271,20 +287,21 @@ func open(cfg Config, zeroCopy bool) (_ *Socket, err error) {
 		flags |= unix.XDP_USE_SG
 	}
 	sa := &unix.SockaddrXDP{Flags: flags, Ifindex: uint32(cfg.Ifindex), QueueID: uint32(cfg.Queue)}
-	if cfg.Shared != nil {
+	needWake, multiBuff := !cfg.NoNeedWakeup, cfg.MultiBuffer
+	if o := cfg.Shared; o != nil {
+		// xsk_bind refuses any other flag beside XDP_SHARED_UMEM: a
+		// sharer binds in its owner's mode, with its need_wakeup and
+		// multi-buffer settings (Open checked the Config agrees).
 		sa.Flags = unix.XDP_SHARED_UMEM
-		if cfg.MultiBuffer {
-			sa.Flags |= unix.XDP_USE_SG
-		}
-		sa.SharedUmemFD = uint32(cfg.Shared.fd)
-		zeroCopy = cfg.Shared.zeroCopy
+		sa.SharedUmemFD = uint32(o.fd)
+		zeroCopy, needWake, multiBuff = o.zeroCopy, o.needWake, o.multiBuff
 	}
 	if err = unix.Bind(fd, sa); err != nil {
 		return nil, fmt.Errorf("bind ifindex %d queue %d (%s): %w", cfg.Ifindex, cfg.Queue, modeName(zeroCopy), err)
 	}
 	s.zeroCopy = zeroCopy
-	s.needWake = !cfg.NoNeedWakeup
-	s.multiBuff = cfg.MultiBuffer
+	s.needWake = needWake
+	s.multiBuff = multiBuff
 	if cfg.TxBudget > 0 {
 		s.txBudget = unix.SetsockoptInt(fd, unix.SOL_XDP, unix.XDP_MAX_TX_SKB_BUDGET, cfg.TxBudget) == nil
 	}
