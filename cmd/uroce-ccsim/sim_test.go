@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func algo(t *testing.T, p Params, name string) Algo {
@@ -19,32 +21,69 @@ func algo(t *testing.T, p Params, name string) Algo {
 }
 
 // The DCQCN paper's claims at 40 Gb/s with Kmin 5 KB, Kmax 200 KB, Pmax 1 %
-// (§5): the queue stays bounded without PFC and two flows converge to fair
-// shares.
+// (§5): ECN, not PFC, holds the queue, and flows converge to fair shares.
+// The paper's flows start at line rate, so 8 or 16 starting at once
+// overrun the port until their first cuts (five CNPs 50 µs apart take a
+// flow from 40 to about 1.2 Gb/s) and PFC catches that burst; after it the
+// queue must stay near Kmax. joinleave runs at scale 2: a flow joining at
+// line rate is cut to about 1 Gb/s while the two it joins keep about 11,
+// all three then climb by the same R_AI per timer, and only rate-
+// proportional marking closes the gap, which takes some 50 ms (the note
+// under the table); its default 30 ms three-flow phase is too short for
+// that. incast is not held to the 1 ms convergence criterion: each flow's
+// 1 ms throughput swings by up to 35–40 % around its share under the
+// paper's parameters at any run length (Jain over the second half stays
+// 0.99).
 func TestDCQCNPaperProperties(t *testing.T) {
 	p := DefaultParams()
-	sc := Scenarios(1)[0] // fair2: a second flow joins at 10 ms
-	if sc.Name != "fair2" {
-		t.Fatalf("scenario %q", sc.Name)
+	for _, tt := range []struct {
+		scenario string
+		scale    float64
+		converge bool // by the 1 ms, 20 % criterion
+		burst    bool // all flows start at once: PFC may pause the start
+	}{
+		{"fair2", 1, true, false},
+		{"incast8", 1, false, true},
+		{"incast16", 1, false, true},
+		{"joinleave", 2, true, false},
+	} {
+		t.Run(tt.scenario, func(t *testing.T) {
+			sc := scenario(t, tt.scenario, tt.scale)
+			r := NewSim(p, algo(t, p, "dcqcn-paper").Cfg, sc.Flows).Run(sc.Duration)
+			res := Analyse(sc, "dcqcn-paper", r, p.LinkRate)
+			t.Logf("%+v", res)
+			if res.Jain < 0.95 {
+				t.Errorf("Jain %.3f < 0.95", res.Jain)
+			}
+			if tt.converge && res.Converge < 0 {
+				t.Errorf("never converged to fair shares")
+			}
+			if res.Drops != 0 || (!tt.burst && res.Pauses != 0) {
+				t.Errorf("%d PFC pauses, %d drops: the queue was not held by ECN", res.Pauses, res.Drops)
+			}
+			// After the start burst (the first ms) the queue is ECN's.
+			q := slices.Clone(r.Queue[int(time.Millisecond/r.Sample):])
+			slices.Sort(q)
+			p99, qmax := q[len(q)*99/100], q[len(q)-1]
+			if lim := 2 * p.RED.Kmax; p99 > lim || qmax >= p.XOff {
+				t.Errorf("queue after 1 ms: p99 %d B, max %d B; want p99 <= %d, max < XOFF %d", p99, qmax, lim, p.XOff)
+			}
+			if res.Util < 0.8 {
+				t.Errorf("utilisation %.2f", res.Util)
+			}
+		})
 	}
-	r := NewSim(p, algo(t, p, "dcqcn-paper").Cfg, sc.Flows).Run(sc.Duration)
-	res := Analyse(sc, "dcqcn-paper", r, p.LinkRate)
-	t.Logf("%+v", res)
-	if res.Jain < 0.95 {
-		t.Errorf("Jain %.3f < 0.95", res.Jain)
+}
+
+func scenario(t *testing.T, name string, scale float64) Scenario {
+	t.Helper()
+	for _, sc := range Scenarios(scale) {
+		if sc.Name == name {
+			return sc
+		}
 	}
-	if res.Converge < 0 {
-		t.Errorf("never converged to fair shares")
-	}
-	if res.Pauses != 0 || res.Drops != 0 {
-		t.Errorf("%d PFC pauses, %d drops: the queue was not held by ECN", res.Pauses, res.Drops)
-	}
-	if lim := 2 * p.RED.Kmax; res.QP99 > lim || res.QMax > p.XOff {
-		t.Errorf("queue p99 %d B, max %d B: want p99 <= %d", res.QP99, res.QMax, lim)
-	}
-	if res.Util < 0.8 {
-		t.Errorf("utilisation %.2f", res.Util)
-	}
+	t.Fatalf("no scenario %q", name)
+	return Scenario{}
 }
 
 // The firmware preset's queue rides PFC because of its 32 KiB byte counter
