@@ -45,6 +45,21 @@
 // counter off (the simulator's dcqcn-nobc) the same preset keeps two flows
 // off PFC entirely.
 //
+// PaperDCQCN at 40 Gb/s with the paper's RED (Kmin 5 KB, Kmax 200 KB, Pmax
+// 1 %) holds the queue near Kmax (PFC pauses only the line-rate start of an
+// 8:1 or 16:1 incast), but evens out unequal rates slowly, as the algorithm
+// prescribes: a flow starts at line rate, so one
+// joining two others overruns the port until five CNPs 50 µs apart (α
+// starts at 1) halve it to about 1.2 Gb/s, while they fall to about 11.
+// From there every flow climbs by the same R_AI (40 Mb/s per 55 µs timer;
+// the 10 MB byte counter does not count F events between cuts in these runs,
+// so R_HAI never applies), and as a cut sets Rt ← Rc, fast recovery undoes
+// most of it within five timers; only CE marks in proportion to rate close
+// the gap, which takes some 50 ms (cmd/uroce-ccsim's joinleave at -scale 2,
+// and its TestDCQCNPaperProperties). Under 8:1 and 16:1 incast each flow's
+// 1 ms throughput swings by up to 35–40 % around its share while the means
+// over tens of ms are fair (Jain 0.99).
+//
 // α follows the firmware's documented update: once per DCE_TCP_RTT, up if a
 // CNP came in that period and down if not (DCQCNParams.AlphaPeriodic); the
 // paper preset keeps the paper's "decay after K with no CNP".
