@@ -23,7 +23,6 @@ const (
 	reqSend = iota + 1
 	reqRecv
 	reqFunc
-	reqSRQRecv
 )
 
 // request is one call handed to the engine's owner. The poster copies its
@@ -117,13 +116,7 @@ func (d *Device) serve() int {
 			if d.closed.Load() {
 				r.err = errRecvClosed
 			} else {
-				r.err = r.q.PostRecv(&r.recv)
-			}
-		case reqSRQRecv:
-			if d.closed.Load() {
-				r.err = errRecvClosed
-			} else {
-				r.err = r.srq.PostRecv(&r.recv)
+				r.err = engineRecv(r.q, r.srq, &r.recv)
 			}
 		case reqFunc:
 			r.err = r.fn()
@@ -294,4 +287,33 @@ func (d *Device) loop(done chan struct{}) {
 	d.serve()
 	d.starting.Store(false) // callers after Close run their calls themselves
 	d.release()
+}
+
+// postRecv posts wr to q's receive queue, or to srq when q is nil: at once
+// on a free engine, else through its owner (QueuePair.PostRecv and
+// SRQ.PostRecv).
+func (d *Device) postRecv(q *qp.QP, srq *qp.SRQ, wr *RecvWR) error {
+	if d.tryOwn() {
+		err := errRecvClosed
+		if !d.closed.Load() {
+			err = engineRecv(q, srq, wr)
+		}
+		d.serve()
+		d.process()
+		d.release()
+		return err
+	}
+	i, r := d.slot()
+	r.kind, r.q, r.srq = reqRecv, q, srq
+	r.sgl = append(r.sgl[:0], wr.SGL...)
+	r.recv = RecvWR{ID: wr.ID, SGL: r.sgl}
+	return d.call(i)
+}
+
+// engineRecv posts wr in the engine, to q or else to srq.
+func engineRecv(q *qp.QP, srq *qp.SRQ, wr *RecvWR) error {
+	if q != nil {
+		return q.PostRecv(wr)
+	}
+	return srq.PostRecv(wr)
 }

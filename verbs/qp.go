@@ -212,24 +212,7 @@ func (q *QueuePair) PostSend(wr *SendWR) error {
 // PostRecv posts a receive WR (ibv_post_recv). Errors wrap ErrBadState,
 // ErrQueueFull, ErrBadWR or ErrClosed. Like PostSend it runs at once on
 // a free engine, else through its owner.
-func (q *QueuePair) PostRecv(wr *RecvWR) error {
-	d := q.pd.d
-	if d.tryOwn() {
-		err := errRecvClosed
-		if !d.closed.Load() {
-			err = q.q.PostRecv(wr)
-		}
-		d.serve()
-		d.process()
-		d.release()
-		return err
-	}
-	i, r := d.slot()
-	r.kind, r.q = reqRecv, q.q
-	r.sgl = append(r.sgl[:0], wr.SGL...)
-	r.recv = RecvWR{ID: wr.ID, SGL: r.sgl}
-	return d.call(i)
-}
+func (q *QueuePair) PostRecv(wr *RecvWR) error { return q.pd.d.postRecv(q.q, nil, wr) }
 
 // ActivateUD takes a UD QP from RESET through INIT (with the Q_Key) and
 // RTR to RTS with the first send PSN, as ibv_ud_pingpong does; a GSI QP

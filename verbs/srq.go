@@ -54,24 +54,7 @@ func (pd *PD) CreateSRQ(init SRQInit) (*SRQ, error) {
 // PostRecv posts a receive WR (ibv_post_srq_recv). Errors wrap
 // ErrQueueFull, ErrBadWR or ErrClosed. Like QueuePair.PostRecv it runs at
 // once on a free engine, else through its owner.
-func (s *SRQ) PostRecv(wr *RecvWR) error {
-	d := s.pd.d
-	if d.tryOwn() {
-		err := errRecvClosed
-		if !d.closed.Load() {
-			err = s.s.PostRecv(wr)
-		}
-		d.serve()
-		d.process()
-		d.release()
-		return err
-	}
-	i, r := d.slot()
-	r.kind, r.srq = reqSRQRecv, s.s
-	r.sgl = append(r.sgl[:0], wr.SGL...)
-	r.recv = RecvWR{ID: wr.ID, SGL: r.sgl}
-	return d.call(i)
-}
+func (s *SRQ) PostRecv(wr *RecvWR) error { return s.pd.d.postRecv(nil, s.s, wr) }
 
 // Modify arms the limit (ibv_modify_srq with SRQLimit): once a message
 // takes a WR and fewer than Limit remain, the device reports
