@@ -29,28 +29,37 @@ func TestWritePingPong(t *testing.T) {
 			RemoteAddr: peer.Addr() + 4096, RKey: peer.RKey()}
 		var wc [1]verbs.WC
 		var none [0]verbs.WC
-		for n := 1; n <= iters; n++ {
-			// The server writes first: its n-th WRITE follows the
-			// peer's (n-1)-th, the client's follows the server's n-th.
-			if want := n - b2i(server); want > 0 {
-				for mine.Buf()[4096+7] != byte(want) {
+		// perftest's loop: it runs until it has sent, completed and
+		// received iters each, so the server, which writes first, ends
+		// by waiting for the client's last WRITE.
+		scnt, rcnt := 0, 0
+		for scnt < iters || rcnt < iters {
+			// The server's n-th WRITE follows the peer's (n-1)-th, the
+			// client's follows the server's n-th.
+			if rcnt < iters && !(server && scnt == 0) {
+				rcnt++
+				for mine.Buf()[4096+7] != byte(rcnt) {
 					cq.Poll(none[:])
 					if ctx.Err() != nil {
-						return fmt.Errorf("waiting for the peer's %d: %w", want, ctx.Err())
+						return fmt.Errorf("waiting for the peer's %d: %w", rcnt, ctx.Err())
 					}
 				}
 			}
-			mine.Buf()[7] = byte(n)
+			if scnt == iters {
+				continue
+			}
+			scnt++
+			mine.Buf()[7] = byte(scnt)
 			if err := q.PostSend(&wr); err != nil {
 				return err
 			}
 			for cq.Poll(wc[:]) == 0 {
 				if ctx.Err() != nil {
-					return fmt.Errorf("waiting for completion %d: %w", n, ctx.Err())
+					return fmt.Errorf("waiting for completion %d: %w", scnt, ctx.Err())
 				}
 			}
 			if wc[0].Status != verbs.WCSuccess {
-				return fmt.Errorf("completion %d: %v", n, wc[0].Status)
+				return fmt.Errorf("completion %d: %v", scnt, wc[0].Status)
 			}
 		}
 		return nil
@@ -75,11 +84,4 @@ func TestWritePingPong(t *testing.T) {
 				i, c.TxPackets, c.RxPackets, c.Retransmits, 2*iters, 2*iters)
 		}
 	}
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
