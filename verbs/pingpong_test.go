@@ -3,6 +3,7 @@ package verbs_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -40,6 +41,7 @@ func TestWritePingPong(t *testing.T) {
 				rcnt++
 				for mine.Buf()[4096+7] != byte(rcnt) {
 					cq.Poll(none[:])
+					runtime.Gosched() // one P must still run the peer
 					if ctx.Err() != nil {
 						return fmt.Errorf("waiting for the peer's %d: %w", rcnt, ctx.Err())
 					}
@@ -54,6 +56,7 @@ func TestWritePingPong(t *testing.T) {
 				return err
 			}
 			for cq.Poll(wc[:]) == 0 {
+				runtime.Gosched()
 				if ctx.Err() != nil {
 					return fmt.Errorf("waiting for completion %d: %w", scnt, ctx.Err())
 				}
