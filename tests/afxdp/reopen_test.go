@@ -1,0 +1,44 @@
+package afxdp_test
+
+import (
+	"testing"
+
+	"github.com/uroce/uroce/internal/netns"
+	"github.com/uroce/uroce/pkg/link"
+	"github.com/uroce/uroce/pkg/link/afxdp"
+)
+
+// TestReopenAtOnce closes a link and opens the next on the same queues
+// straight away, as a restarted service does: the kernel unbinds a closed
+// AF_XDP socket from its queue in deferred work, so the next bind can
+// find the queue busy for a moment, and Open must wait that out rather
+// than fail with EBUSY. Each round's link still carries traffic.
+func TestReopenAtOnce(t *testing.T) {
+	netns.RequireRoot(t)
+	p := netns.NewPair(t, pairConfig(1500, 4))
+	a := open(t, p.A, afxdp.Config{})
+	for i := range 20 {
+		var b *afxdp.Link
+		if err := p.B.NS.Do(func() (err error) {
+			b, err = afxdp.Open(afxdp.Config{Interface: p.B.Name})
+			return err
+		}); err != nil {
+			t.Fatalf("round %d: open right after close: %v", i, err)
+		}
+		if i%5 == 0 {
+			exchange(t, a, b, p.AddrB, []int{64})
+		}
+		// Close with frames arriving: they hold the socket in the kernel.
+		pk := make([]*link.Packet, 64)
+		for range 8 {
+			n := a.Alloc(pk)
+			for _, q := range pk[:n] {
+				fill(t, q, uint32(i), 1024, p.AddrB)
+			}
+			a.Send(pk[:n])
+		}
+		if err := b.Close(); err != nil {
+			t.Fatalf("round %d: close: %v", i, err)
+		}
+	}
+}
