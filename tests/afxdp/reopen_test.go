@@ -8,11 +8,11 @@ import (
 	"github.com/uroce/uroce/pkg/link/afxdp"
 )
 
-// TestReopenAtOnce closes a link and opens the next on the same queues
-// straight away, as a restarted service does: the kernel unbinds a closed
-// AF_XDP socket from its queue in deferred work, so the next bind can
-// find the queue busy for a moment, and Open must wait that out rather
-// than fail with EBUSY. Each round's link still carries traffic.
+// TestReopenAtOnce closes a link and opens the next on the same queue
+// straight away, as a restarted service does, with frames arriving as the
+// socket closes: Open must succeed every time (a bind that found the queue
+// still held by the closed socket would fail with EBUSY), and each
+// round's link carries traffic.
 func TestReopenAtOnce(t *testing.T) {
 	netns.RequireRoot(t)
 	p := netns.NewPair(t, pairConfig(1500, 4))
