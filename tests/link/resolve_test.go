@@ -1,6 +1,7 @@
 package link
 
 import (
+	"net/netip"
 	"testing"
 	"time"
 
@@ -21,16 +22,7 @@ func TestResolveAhead(t *testing.T) {
 			for _, ahead := range []bool{false, true} {
 				name := x.name + map[int]string{4: "/v4", 6: "/v6"}[fam] + map[bool]string{false: "/cold", true: "/ahead"}[ahead]
 				t.Run(name, func(t *testing.T) {
-					p := netns.NewPair(t, netns.PairConfig{})
-					a, b := p.Addr(fam)
-					la := openIn(t, x, p.A, a)
-					defer la.Close()
-					lb := openIn(t, x, p.B, b)
-					defer lb.Close()
-					ra, ok := la.(link.Resolver)
-					if !ok {
-						t.Skipf("%s learns no next hops itself", x.name)
-					}
+					la, lb, ra, a, b := resolverPair(t, x, fam)
 					if ahead {
 						// Each waits for its answer: a netlink round
 						// trip and, in a fresh namespace, one ARP or ND
@@ -68,16 +60,7 @@ func TestResolveWhileOwnerWaits(t *testing.T) {
 	netns.RequireRoot(t)
 	for _, x := range backends {
 		t.Run(x.name, func(t *testing.T) {
-			p := netns.NewPair(t, netns.PairConfig{})
-			a, b := p.Addr(4)
-			la := openIn(t, x, p.A, a)
-			defer la.Close()
-			lb := openIn(t, x, p.B, b)
-			defer lb.Close()
-			ra, ok := la.(link.Resolver)
-			if !ok {
-				t.Skipf("%s learns no next hops itself", x.name)
-			}
+			la, lb, ra, a, b := resolverPair(t, x, 4)
 			stop := make(chan struct{})
 			owned := make(chan struct{})
 			go func() {
@@ -101,4 +84,22 @@ func TestResolveWhileOwnerWaits(t *testing.T) {
 			}
 		})
 	}
+}
+
+// resolverPair opens x's links on both ends of a new veth pair of family
+// fam, closed at cleanup, and returns A's as a link.Resolver; it skips
+// backends whose kernel learns next hops (udp).
+func resolverPair(t *testing.T, x backend, fam int) (la, lb link.Link, ra link.Resolver, a, b netip.Addr) {
+	t.Helper()
+	p := netns.NewPair(t, netns.PairConfig{})
+	a, b = p.Addr(fam)
+	la = openIn(t, x, p.A, a)
+	t.Cleanup(func() { la.Close() })
+	lb = openIn(t, x, p.B, b)
+	t.Cleanup(func() { lb.Close() })
+	ra, ok := la.(link.Resolver)
+	if !ok {
+		t.Skipf("%s learns no next hops itself", x.name)
+	}
+	return la, lb, ra, a, b
 }
