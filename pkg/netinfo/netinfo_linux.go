@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/uroce/uroce/pkg/link"
@@ -85,6 +86,11 @@ type Resolver struct {
 	failed  map[netip.Addr]failure  // recent background failures
 	closed  bool
 	bg      sync.WaitGroup
+
+	// gen changes whenever an answer Resolve would give may have: a
+	// lookup stored or failed, a flush, and every TTL (the clock's part,
+	// so that Next needs no clock). Hop entries are valid while it stands.
+	gen atomic.Uint64
 }
 
 // New opens a resolver.
@@ -126,7 +132,23 @@ func New(opt Options) (*Resolver, error) {
 	if !opt.NoSubscribe {
 		r.subscribe()
 	}
+	go r.tick()
 	return r, nil
+}
+
+// tick moves gen every TTL (every millisecond at most), so a Hop entry is
+// checked against the cache's clock at least that often.
+func (r *Resolver) tick() {
+	t := time.NewTicker(max(r.opt.TTL, time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-r.done:
+			return
+		case <-t.C:
+			r.gen.Add(1)
+		}
+	}
 }
 
 // subscribe empties the cache on every route, neighbour or address change.
@@ -207,6 +229,7 @@ func (r *Resolver) Flush() {
 		r.cache[k] = e
 	}
 	clear(r.failed)
+	r.gen.Add(1)
 	r.mu.Unlock()
 }
 
@@ -261,6 +284,7 @@ func (r *Resolver) Lookup(dst netip.Addr) (Route, error) {
 		return Route{}, ErrClosed
 	}
 	r.cache[dst] = entry{rt, time.Now().Add(r.opt.TTL)}
+	r.gen.Add(1)
 	r.mu.Unlock()
 	return rt, nil
 }
@@ -311,6 +335,7 @@ func (r *Resolver) background(dst netip.Addr) {
 	if r.closed {
 		return
 	}
+	r.gen.Add(1)
 	if err != nil {
 		delete(r.cache, dst)
 		r.failed[dst] = failure{err, now.Add(r.opt.FailTTL)}
@@ -318,6 +343,36 @@ func (r *Resolver) background(dst netip.Addr) {
 	}
 	delete(r.failed, dst)
 	r.cache[dst] = entry{rt, now.Add(r.opt.TTL)}
+}
+
+// Hop remembers the last answer Next gave, for a caller that sends from
+// one goroutine (a link's data path). The zero value is empty.
+type Hop struct {
+	dst netip.Addr
+	gen uint64
+	rt  Route
+}
+
+// Next is Resolve for a packet path: while the destination is the one
+// asked last and nothing the resolver knows has changed since (no lookup
+// stored, no flush, no TTL gone by), it answers from h with one atomic
+// load, and reads no clock. Otherwise it asks Resolve and keeps the
+// answer. The Route returned is h's and is valid until h's next use.
+func (r *Resolver) Next(h *Hop, dst netip.Addr) (*Route, error) {
+	dst = dst.Unmap()
+	g := r.gen.Load()
+	if h.dst == dst && h.gen == g && dst.IsValid() {
+		return &h.rt, nil
+	}
+	rt, err := r.Resolve(dst, time.Now())
+	if err != nil {
+		h.dst = netip.Addr{}
+		return nil, err
+	}
+	// g was read before Resolve: a change racing with this call leaves
+	// h already stale, never fresh with an old answer.
+	h.dst, h.gen, h.rt = dst, g, rt
+	return &h.rt, nil
 }
 
 func (r *Resolver) lookup(dst netip.Addr) (Route, error) {

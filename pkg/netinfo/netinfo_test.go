@@ -220,3 +220,86 @@ func TestResolve(t *testing.T) {
 		t.Fatalf("failure not remembered: %v", err)
 	}
 }
+
+// TestNext checks the per-sender cache in front of Resolve: it answers
+// what Resolve does, and gives up its answer when the kernel announces a
+// change, or, with notifications off, once the TTL has gone by.
+func TestNext(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opt  netinfo.Options
+	}{
+		{"notified", netinfo.Options{TTL: time.Hour}},
+		{"ttl", netinfo.Options{TTL: 20 * time.Millisecond, NoSubscribe: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := netns.NewPair(t, netns.PairConfig{})
+			_, b := p.Addr(4)
+			r := newResolver(t, p.A.NS, tc.opt)
+			var h netinfo.Hop
+			next := func(want [6]byte) {
+				t.Helper()
+				for start := time.Now(); ; time.Sleep(time.Millisecond) {
+					rt, err := r.Next(&h, b)
+					if err != nil && !errors.Is(err, link.ErrResolving) {
+						t.Fatal(err)
+					}
+					if err == nil && rt.DstMAC == want {
+						return
+					}
+					if time.Since(start) > 10*time.Second {
+						t.Fatalf("Next: %+v, %v; want MAC %x", rt, err, want)
+					}
+				}
+			}
+			next([6]byte(p.B.MAC))
+			// The IPv4-mapped form is the same destination.
+			if rt, err := r.Next(&h, netip.AddrFrom16(b.As16())); err != nil || rt.DstMAC != [6]byte(p.B.MAC) {
+				t.Fatalf("mapped destination: %+v, %v", rt, err)
+			}
+			if n := testing.AllocsPerRun(100, func() { r.Next(&h, b) }); n != 0 {
+				t.Fatalf("Next allocates %v times per call", n)
+			}
+			newMAC := net.HardwareAddr{0x02, 0, 0, 0xaa, 0xbb, 0xcc}
+			if err := p.A.NS.Netlink().NeighSet(&netlink.Neigh{LinkIndex: p.A.Index, Family: netlink.FAMILY_V4,
+				State: netlink.NUD_PERMANENT, IP: b.AsSlice(), HardwareAddr: newMAC}); err != nil {
+				t.Fatal(err)
+			}
+			next([6]byte(newMAC))
+		})
+	}
+}
+
+// BenchmarkNext compares a link's per-packet next-hop question answered by
+// Resolve (a clock read, a lock and a map lookup) and by Next in front of
+// it (one atomic load on a hit).
+func BenchmarkNext(b *testing.B) {
+	p := netns.NewPair(b, netns.PairConfig{})
+	_, dst := p.Addr(4)
+	h := p.A.NS.Handle()
+	r, err := netinfo.New(netinfo.Options{NetNS: &h})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := r.Lookup(dst); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("Resolve", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := r.Resolve(dst, time.Now()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Next", func(b *testing.B) {
+		b.ReportAllocs()
+		var hop netinfo.Hop
+		for b.Loop() {
+			if _, err := r.Next(&hop, dst); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

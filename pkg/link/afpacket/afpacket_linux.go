@@ -83,7 +83,7 @@ type Link struct {
 	ethLen   int    // Ethernet header on send: 14, or 18 with a VLAN tag
 	tci      uint16 // the 802.1Q tag control information, or 0
 	g        wire.Datagram
-	now      time.Time // read once per Send, for the resolver's cache
+	hop      netinfo.Hop // the send path's last next hop
 }
 
 // Where a received frame starts in a buffer: its IPv4 header's end, with
@@ -324,7 +324,6 @@ func (l *Link) Release(pkts []*link.Packet) { l.c.Release(pkts) }
 // (counted in TxDropped, with an error matching link.ErrResolving) while
 // the resolver learns it in the background: Send never waits for ARP.
 func (l *Link) Send(pkts []*link.Packet) (int, error) {
-	l.now = time.Time{}
 	return l.c.Send(pkts, l.stage)
 }
 
@@ -356,10 +355,7 @@ func (l *Link) stage(n int, p *link.Packet) error {
 	if p.Len < bth.BTHLen+bth.ICRCLen {
 		return errShort
 	}
-	if l.now.IsZero() {
-		l.now = time.Now()
-	}
-	rt, err := l.res.Resolve(dst, l.now)
+	rt, err := l.res.Next(&l.hop, dst)
 	if err != nil {
 		return fmt.Errorf("afpacket: %w", err)
 	}

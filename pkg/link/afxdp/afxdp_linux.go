@@ -107,6 +107,7 @@ type Link struct {
 	dstMAC  [6]byte
 	static  bool
 	res     *netinfo.Resolver
+	hop     netinfo.Hop // the send path's last next hop
 	prog    *bpf.Program
 	queues  []*queue
 	txq     *queue
@@ -369,14 +370,11 @@ func (l *Link) Release(pkts []*link.Packet) {
 }
 
 // nextHop returns the destination MAC for dst.
-func (l *Link) nextHop(dst netip.Addr, now *time.Time) ([6]byte, error) {
+func (l *Link) nextHop(dst netip.Addr) ([6]byte, error) {
 	if l.static {
 		return l.dstMAC, nil
 	}
-	if now.IsZero() {
-		*now = time.Now()
-	}
-	r, err := l.res.Resolve(dst, *now)
+	r, err := l.res.Next(&l.hop, dst)
 	if err != nil {
 		return [6]byte{}, err
 	}
@@ -415,7 +413,6 @@ func (l *Link) Send(pkts []*link.Packet) (int, error) {
 	defer l.w.Exit()
 	var (
 		firstErr error
-		now      time.Time
 		sent     int
 	)
 	for _, q := range l.queues {
@@ -430,7 +427,7 @@ func (l *Link) Send(pkts []*link.Packet) (int, error) {
 			firstErr = cmp(firstErr, ErrBuffer)
 			continue
 		}
-		err := l.build(p, &now)
+		err := l.build(p)
 		if err == nil {
 			h := l.hdrLen(is6(p.Remote))
 			if !q.queueTX(off+p.Off-h, h+p.Len) {
@@ -477,7 +474,7 @@ func is6(a netip.Addr) bool { return a.Is6() && !a.Is4In6() }
 
 // build writes Ethernet, IP and UDP headers in front of p's RoCE packet and
 // puts the ICRC at its end.
-func (l *Link) build(p *link.Packet, now *time.Time) error {
+func (l *Link) build(p *link.Packet) error {
 	dst := p.Remote.Unmap()
 	v6 := dst.Is6()
 	h := l.hdrLen(v6)
@@ -501,7 +498,7 @@ func (l *Link) build(p *link.Packet, now *time.Time) error {
 	if iphl+udpLen+p.Len > l.info.MTU {
 		return link.ErrTooBig
 	}
-	mac, err := l.nextHop(dst, now)
+	mac, err := l.nextHop(dst)
 	if err != nil {
 		return err
 	}
