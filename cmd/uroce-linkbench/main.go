@@ -16,8 +16,10 @@
 // on whichever CPU is free, and when the receiver is starved the sender,
 // batching, outruns it and the receive socket buffer overflows (the
 // "loss" column; -v shows where the kernel dropped). So each backend runs
-// in -r rounds alternating with its floor and the medians are compared;
-// the same load then weighs on both sides of a ratio.
+// in -r short rounds, each right after one of its floor's, and a ratio is
+// the median of the rounds' ratios to the floor round before them; the
+// same load, and the same placement of the virtual CPUs on the host, then
+// weighs on both sides of a ratio.
 package main
 
 import (
@@ -81,12 +83,12 @@ var floors = []floor{
 }
 
 var (
-	flagIters   = flag.Int("n", 5000, "ping-pong round trips per size")
-	flagDur     = flag.Duration("d", time.Second, "blast duration per size")
+	flagIters   = flag.Int("n", 3000, "ping-pong round trips per round")
+	flagDur     = flag.Duration("d", 300*time.Millisecond, "blast duration per round")
 	flagMTU     = flag.Int("mtu", 9000, "veth MTU")
 	flagVerbose = flag.Bool("v", false, "print link counters after each blast")
 	flagOnly    = flag.String("only", "", "measure only this backend (and its floor)")
-	flagRounds  = flag.Int("r", 3, "rounds per backend and size; the median is reported")
+	flagRounds  = flag.Int("r", 9, "rounds per backend and size, each after one of the floor's; medians are reported")
 	flagSizes   = flag.String("sizes", "64,1024,4096", "payload sizes")
 	flagCPUProf = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 )
@@ -148,12 +150,12 @@ func run() error {
 	if err := vb.Assign(netip.PrefixFrom(b, 24)); err != nil {
 		return err
 	}
-	fmt.Printf("veth MTU %d, %d round trips, %v blast per size, GOMAXPROCS from %d CPUs\n\n", *flagMTU, *flagIters, *flagDur, numCPU())
+	fmt.Printf("veth MTU %d; %d rounds per backend and size, each of %d round trips and a %v blast; GOMAXPROCS from %d CPUs\n\n", *flagMTU, *flagRounds, *flagIters, *flagDur, numCPU())
 
 	fmt.Printf("%-9s %6s %9s %9s %9s %7s %11s %8s %6s %7s\n", "backend", "size", "rtt min", "rtt p50", "rtt p99", "p50/raw", "pkt/s", "Gbit/s", "loss", "tp/raw")
-	print := func(name string, size int, r, fl result) {
+	print := func(name string, size int, r result, rtt, tp float64) {
 		fmt.Printf("%-9s %6d %9s %9s %9s %7.2f %11.0f %8.3f %5.1f%% %7.2f\n", name, size, us(r.Min), us(r.P50), us(r.P99),
-			float64(r.P50)/float64(fl.P50), r.PPS, r.Gbps, 100*r.Loss, r.PPS/fl.PPS)
+			rtt, r.PPS, r.Gbps, 100*r.Loss, tp)
 	}
 	rcfg := rawbench.Config{Iters: *flagIters, Blast: *flagDur}
 	if *flagVerbose {
@@ -190,9 +192,12 @@ func run() error {
 				fmt.Printf("%-9s %6d error: %v\n", be.name, size, err)
 				continue
 			}
-			mf := rawbench.Median(rf)
-			print(f.name, size, mf, mf)
-			print(be.name, size, rawbench.Median(rb), mf)
+			// Absolute figures are medians over the rounds; the
+			// ratios are medians of each round's ratio to the floor's
+			// round just before it (rawbench.Ratios says why).
+			rtt, tp := rawbench.Ratios(rf, rb)
+			print(f.name, size, rawbench.Median(rf), 1, 1)
+			print(be.name, size, rawbench.Median(rb), rtt, tp)
 		}
 	}
 	return nil
