@@ -12,13 +12,13 @@
 // and IHL 0x45, the total length, ID 0, flags DF, fragment offset 0,
 // protocol 17, the bound source and the destination; UDP from the bound
 // port to the destination's port 4791 with its length. TOS, TTL, the header
-// checksum and the UDP checksum are masked by the ICRC. The TOS of each
-// packet (ECT(0) for data) is set per message with an IP_TOS (IPv6:
-// IPV6_TCLASS) control message.
+// checksum and the UDP checksum are masked by the ICRC. Each packet leaves
+// with its own TOS (ECT(0) for data): the socket's IP_TOS (IPv6:
+// IPV6_TCLASS) follows the TOS of a long run of packets, set between
+// batches, and a packet with another TOS carries it in a control message.
 //
-// Receive. IP_PKTINFO and IP_RECVTOS (IPV6_RECVPKTINFO, IPV6_RECVTCLASS)
-// give the destination address and the TOS; the source comes with the
-// datagram. What a socket cannot see is the peer's IPv4 ID, and Linux rxe
+// Receive. IP_RECVTOS (IPV6_RECVTCLASS) gives the TOS; the source comes
+// with the datagram, and the destination is the bound address. What a socket cannot see is the peer's IPv4 ID, and Linux rxe
 // sends nonzero ones. This package assumes DF set, no IP options and
 // fragment offset 0 (the kernel reassembles fragments, but rxe never
 // fragments) and solves for the ID: CRC-32 is affine in its input, so for

@@ -75,6 +75,61 @@ func TestTOSAndAddresses(t *testing.T) {
 	}
 }
 
+// TestTOSRuns checks that every datagram leaves with its own TOS while the
+// link moves the socket's default to a long run's TOS and sends the rest
+// with control messages: runs long and short, alternation, and batches that
+// mix TOS values around the point where the default changes.
+func TestTOSRuns(t *testing.T) {
+	a, b := open(t, lo1, testPort+5), open(t, lo2, testPort+5)
+	var seq []uint8
+	add := func(n int, tos ...uint8) {
+		for i := range n {
+			seq = append(seq, tos[i%len(tos)])
+		}
+	}
+	add(20, link.ECT0)      // adopted after a run
+	add(3, 0)               // short: control messages
+	add(20, link.ECT0, 0)   // alternating: no flapping, both right
+	add(30, 0xb8|link.ECT0) // a new run
+	add(12, link.ECNCE, 0xb8|link.ECT0, 0xb8|link.ECT0)
+	add(40, 0)
+	for _, batch := range []int{1, 5, 16} {
+		t.Run(fmt.Sprint("batch", batch), func(t *testing.T) {
+			for i := 0; i < len(seq); i += batch {
+				pk := make([]*link.Packet, min(batch, len(seq)-i))
+				if a.Alloc(pk) != len(pk) {
+					t.Fatal("no buffers")
+				}
+				for j, p := range pk {
+					linktest.Fill(p, uint32(i+j), 32, lo2)
+					p.TOS = seq[i+j]
+				}
+				if n, err := a.Send(pk); err != nil || n != len(pk) {
+					t.Fatalf("send: %d, %v", n, err)
+				}
+				rx := make([]*link.Packet, len(pk))
+				for got := 0; got < len(pk); {
+					if err := b.Wait(5 * time.Second); err != nil {
+						t.Fatal(err)
+					}
+					n, err := b.Recv(rx[got:])
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, p := range rx[got : got+n] {
+						k := i + got
+						if p.TOS != seq[k] {
+							t.Fatalf("packet %d: TOS %#x, want %#x", k, p.TOS, seq[k])
+						}
+						got++
+					}
+					b.Release(rx[got-n : got])
+				}
+			}
+		})
+	}
+}
+
 func TestWaitClose(t *testing.T) {
 	a := open(t, lo1, testPort+2)
 	done := make(chan error)
