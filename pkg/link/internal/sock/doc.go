@@ -16,5 +16,8 @@
 //
 // Recv. A buffer is posted in every slot that lacks one, recvmmsg fills as
 // many as have arrived, and each accepted datagram's buffer leaves its slot
-// for the caller; a rejected one stays posted for the next call.
+// for the caller; a rejected one stays posted for the next call. How many
+// messages a call asks for follows the traffic (one for a ping-pong, the
+// whole batch under a backlog), since asking for more than are queued
+// costs the kernel one more try per call.
 package sock

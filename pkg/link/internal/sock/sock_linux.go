@@ -41,6 +41,16 @@ type Conn struct {
 	tx, rx    []*link.Packet
 	errClosed error
 	errFull   error
+
+	// rxWant is how many messages the next recvmmsg asks for, rxLast how
+	// many the last one got. recvmmsg returns early only when the queue
+	// runs dry, after one more try that costs the kernel a message header
+	// and a queue check (about 190 ns a receive here, 380 ns of a
+	// ping-pong's round trip). So the ask follows the traffic: it drops
+	// to what a call found when that call drained the queue, and doubles
+	// when calls in a row fill it (a backlog; a lone packet after an
+	// empty poll is a ping-pong's and leaves it as it is).
+	rxWant, rxLast int
 }
 
 // PollOutWait bounds how long Send waits for room in a full socket buffer
@@ -162,7 +172,7 @@ func (c *Conn) Recv(pkts []*link.Packet, accept func(i int, p *link.Packet) bool
 		return 0, c.errClosed
 	}
 	defer c.W.Exit()
-	want := min(len(pkts), c.RX.Cap())
+	want := min(len(pkts), c.RX.Cap(), max(c.rxWant, 1))
 	for i := range want {
 		if c.rx[i] == nil {
 			p := c.Pool.Get()
@@ -181,6 +191,13 @@ func (c *Conn) Recv(pkts []*link.Packet, accept func(i int, p *link.Packet) bool
 	if err != nil {
 		return 0, fmt.Errorf("%s: recvmmsg: %w", c.name, err)
 	}
+	switch {
+	case m == want && c.rxLast > 0:
+		c.rxWant = min(2*want, c.RX.Cap())
+	case m > 0 && m < want:
+		c.rxWant = m
+	}
+	c.rxLast = m
 	out := 0
 	for i := range m {
 		if p := c.rx[i]; accept(i, p) {
