@@ -266,6 +266,7 @@ func (l *Link) adoptTOS(n int, tos uint8) bool {
 		err = unix.SetsockoptInt(l.fd, unix.IPPROTO_IP, unix.IP_TOS, int(tos))
 	}
 	if err != nil {
+		l.run = 0 // not another system call a packet: wait for a new run
 		return false
 	}
 	l.sockTOS = tos
