@@ -48,13 +48,5 @@
 // Rings and sockets are not thread-safe: one owner (one goroutine at a time)
 // drives a socket, as the ring protocol has one producer and one consumer.
 //
-// # Why not github.com/asavie/xdp
-//
-// asavie/xdp v0.3.3 builds and works, but it is archived, has no
-// need_wakeup support, makes a sendto system call on every transmit, and
-// attaches its XDP program through netlink, so a process that crashes leaves
-// the program on the interface, redirecting into a socket that no longer
-// exists and dropping all that traffic. This package keeps the ring logic
-// small and explicit, and package bpf attaches through a BPF link that dies
-// with the process. asavie/xdp served at most as a reference.
+// Why this package rather than an existing AF_XDP library: docs/links.md.
 package xdp

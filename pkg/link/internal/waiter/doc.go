@@ -8,12 +8,11 @@
 // the next open, so a late sendmmsg could go out on someone else's socket).
 // A Waiter settles that with one word of state: the owner marks itself busy
 // on entry to a call and idle on exit (a compare-and-swap each, on a cache
-// line only it writes: the same two atomic operations an uncontended
-// RWMutex read lock costs, about 25 ns a call here, but nothing ever
-// blocks the owner, and a second goroutine on the data path is caught
-// instead of corrupting the buffers); Close marks the word closing and, if the owner is busy, wakes
-// it through the eventfd that Wait also polls and waits for the owner's
-// exit to hand over. Only then does the link free its resources. The owner
+// line only it writes: what an uncontended RWMutex read lock costs, but
+// nothing ever blocks the owner, and a second goroutine on the data path
+// is caught instead of corrupting the buffers); Close marks the word
+// closing and, if the owner is busy, wakes it through the eventfd that
+// Wait also polls and waits for the owner's exit to hand over. Only then does the link free its resources. The owner
 // never waits for Close, and Close waits at most for one call to finish.
 //
 // Wait itself is ppoll(2) on the link's descriptors and the eventfd.
