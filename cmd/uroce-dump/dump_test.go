@@ -429,7 +429,7 @@ func TestPeersLive(t *testing.T) {
 func TestRun(t *testing.T) {
 	path := filepath.Join(captureDir, "ib_write_lat.pcap")
 	var out bytes.Buffer
-	if err := run([]string{"-r", path, "--stats", "-q"}, &out); err != nil {
+	if err := run([]string{"-r", path, "--stats", "-q"}, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "frames 235, RoCE 206, other 29") {
@@ -439,7 +439,7 @@ func TestRun(t *testing.T) {
 	// -r with -w and a filter writes a filtered copy.
 	w := filepath.Join(t.TempDir(), "acks.pcap")
 	out.Reset()
-	if err := run([]string{"-r", path, "-w", w, "--class", "ack", "-c", "10"}, &out); err != nil {
+	if err := run([]string{"-r", path, "-w", w, "--class", "ack", "-c", "10"}, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(lines(out.String())); n != 10 {
@@ -458,7 +458,7 @@ func TestRun(t *testing.T) {
 		{"-r", path, "extra"},
 		{"-r", filepath.Join(t.TempDir(), "missing.pcap")},
 	} {
-		if err := run(args, io.Discard); err == nil {
+		if err := run(args, io.Discard, io.Discard); err == nil {
 			t.Errorf("%q: no error", args)
 		}
 	}
