@@ -46,7 +46,7 @@ func dumpFile(t testing.TB, name string, opt options) (string, *dumper) {
 func dumpBytes(t testing.TB, capture []byte, opt options) (string, *dumper) {
 	t.Helper()
 	var out bytes.Buffer
-	d, err := dump(&out, bytes.NewReader(capture), opt)
+	d, err := dump(&out, "capture", bytes.NewReader(capture), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,7 +411,7 @@ func TestPeersLive(t *testing.T) {
 	}
 	var out bytes.Buffer
 	d := newDumper(&out, options{qp: 0xabc, hasQP: true})
-	src, err := openCapture(bytes.NewReader(b))
+	src, err := openCapture("capture", bytes.NewReader(b))
 	if err != nil {
 		t.Fatal(err)
 	}

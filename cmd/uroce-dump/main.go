@@ -82,11 +82,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}
 		defer f.Close()
 		if *writeFile == "" {
-			_, err := dump(stdout, f, opt)
+			_, err := dump(stdout, *readFile, f, opt)
 			return err
 		}
 		// -r with -w: a filtered copy of the file.
-		src, err := openCapture(f)
+		src, err := openCapture(*readFile, f)
 		if err != nil {
 			return err
 		}
