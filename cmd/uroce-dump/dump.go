@@ -272,10 +272,10 @@ func (d *dumper) learnPeers(src packetSource) error {
 // dump is the dumper's core as the tests drive it: it prints every frame
 // of a capture file to w under opt, then the summary when asked for, and
 // returns the dumper for its counters.
-func dump(w io.Writer, r io.ReadSeeker, opt options) (*dumper, error) {
+func dump(w io.Writer, name string, r io.ReadSeeker, opt options) (*dumper, error) {
 	d := newDumper(w, opt)
 	if opt.hasQP {
-		src, err := openCapture(r)
+		src, err := openCapture(name, r)
 		if err != nil {
 			return nil, err
 		}
@@ -286,7 +286,7 @@ func dump(w io.Writer, r io.ReadSeeker, opt options) (*dumper, error) {
 			return nil, err
 		}
 	}
-	src, err := openCapture(r)
+	src, err := openCapture(name, r)
 	if err != nil {
 		return nil, err
 	}
@@ -295,20 +295,6 @@ func dump(w io.Writer, r io.ReadSeeker, opt options) (*dumper, error) {
 		err = ferr
 	}
 	return d, err
-}
-
-// openCapture returns a reader for a pcap or pcapng file, told by its
-// magic number.
-func openCapture(r io.Reader) (packetSource, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	magic, err := br.Peek(4)
-	if err != nil {
-		return nil, fmt.Errorf("read capture: %w", err)
-	}
-	if binary.LittleEndian.Uint32(magic) == 0x0a0d0d0a {
-		return pcapgo.NewNgReader(br, pcapgo.DefaultNgReaderOptions)
-	}
-	return pcapgo.NewReader(br)
 }
 
 // ipOf returns the IP part of a frame of link type lt, or nil when the

@@ -46,7 +46,7 @@ func dumpFile(t testing.TB, name string, opt options) (string, *dumper) {
 func dumpBytes(t testing.TB, capture []byte, opt options) (string, *dumper) {
 	t.Helper()
 	var out bytes.Buffer
-	d, err := dump(&out, bytes.NewReader(capture), opt)
+	d, err := dump(&out, "capture", bytes.NewReader(capture), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,7 +411,7 @@ func TestPeersLive(t *testing.T) {
 	}
 	var out bytes.Buffer
 	d := newDumper(&out, options{qp: 0xabc, hasQP: true})
-	src, err := openCapture(bytes.NewReader(b))
+	src, err := openCapture("capture", bytes.NewReader(b))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -429,7 +429,7 @@ func TestPeersLive(t *testing.T) {
 func TestRun(t *testing.T) {
 	path := filepath.Join(captureDir, "ib_write_lat.pcap")
 	var out bytes.Buffer
-	if err := run([]string{"-r", path, "--stats", "-q"}, &out); err != nil {
+	if err := run([]string{"-r", path, "--stats", "-q"}, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "frames 235, RoCE 206, other 29") {
@@ -439,7 +439,7 @@ func TestRun(t *testing.T) {
 	// -r with -w and a filter writes a filtered copy.
 	w := filepath.Join(t.TempDir(), "acks.pcap")
 	out.Reset()
-	if err := run([]string{"-r", path, "-w", w, "--class", "ack", "-c", "10"}, &out); err != nil {
+	if err := run([]string{"-r", path, "-w", w, "--class", "ack", "-c", "10"}, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(lines(out.String())); n != 10 {
@@ -458,7 +458,7 @@ func TestRun(t *testing.T) {
 		{"-r", path, "extra"},
 		{"-r", filepath.Join(t.TempDir(), "missing.pcap")},
 	} {
-		if err := run(args, io.Discard); err == nil {
+		if err := run(args, io.Discard, io.Discard); err == nil {
 			t.Errorf("%q: no error", args)
 		}
 	}

@@ -15,7 +15,7 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout); err != nil {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "uroce-dump:", err)
 		os.Exit(1)
 	}
@@ -23,9 +23,19 @@ func main() {
 
 var errUsage = errors.New("usage: uroce-dump -r FILE | -i IFACE [-w FILE] [-c N] [--qp QPN] [--class LIST] [--stats] [-q] [--json]")
 
-// run is main without the exit, for tests.
-func run(args []string, stdout io.Writer) error {
+// run is main without the exit, for tests. -h prints the usage to stderr
+// and returns nil: asking for help is not an error. A bad flag prints the
+// usage and returns the error, which main prints once (the flag package
+// would print it too).
+func run(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("uroce-dump", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, errUsage)
+		fs.SetOutput(stderr)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
 	var (
 		readFile  = fs.String("r", "", "read packets from this pcap or pcapng `file`")
 		iface     = fs.String("i", "", "capture live from this `interface` (AF_PACKET, needs root)")
@@ -34,15 +44,21 @@ func run(args []string, stdout io.Writer) error {
 		classes   = fs.String("class", "", "show only these `classes`: send,write,read,atomic,ack,cnp,ud,flush")
 		opt       options
 	)
-	fs.IntVar(&opt.count, "c", 0, "stop after `n` packets shown")
+	fs.IntVar(&opt.count, "c", 0, "stop after `n` packets shown (0: no limit)")
 	fs.BoolVar(&opt.stats, "stats", false, "print a summary per flow (src IP, dst IP, dest QP) at the end")
 	fs.BoolVar(&opt.quiet, "q", false, "do not print packets")
 	fs.BoolVar(&opt.json, "json", false, "print JSON lines instead of text")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
 		return err
 	}
 	if fs.NArg() > 0 || (*readFile == "") == (*iface == "") {
 		return errUsage
+	}
+	if opt.count < 0 {
+		return fmt.Errorf("-c %d: the packet count must be 0 (no limit) or more", opt.count)
 	}
 	if *qp != "" {
 		v, err := strconv.ParseUint(*qp, 0, 24)
@@ -66,11 +82,11 @@ func run(args []string, stdout io.Writer) error {
 		}
 		defer f.Close()
 		if *writeFile == "" {
-			_, err := dump(stdout, f, opt)
+			_, err := dump(stdout, *readFile, f, opt)
 			return err
 		}
 		// -r with -w: a filtered copy of the file.
-		src, err := openCapture(f)
+		src, err := openCapture(*readFile, f)
 		if err != nil {
 			return err
 		}

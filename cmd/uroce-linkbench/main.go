@@ -95,10 +95,38 @@ var (
 
 type result = rawbench.Result
 
+// errNotRoot says why the tool stops at once without root, before it
+// makes anything.
+var errNotRoot = errors.New("needs root: it makes two network namespaces joined by a veth pair and opens AF_PACKET and AF_XDP sockets in them; run it with sudo")
+
+// needRoot returns errNotRoot unless euid is root's.
+func needRoot(euid int) error {
+	if euid != 0 {
+		return errNotRoot
+	}
+	return nil
+}
+
+// usage is -h's text: what the tool measures, that it needs root, and
+// the flags.
+func usage() {
+	w := flag.CommandLine.Output()
+	fmt.Fprint(w, `usage: sudo uroce-linkbench [flags]
+
+Measures each link backend (udp, afpacket, afxdp) against its raw floor on
+a veth pair between two network namespaces it makes and removes: ping-pong
+latency and blast throughput per payload size. It needs root. About two
+minutes with the defaults.
+
+`)
+	flag.PrintDefaults()
+}
+
 func main() {
+	flag.Usage = usage
 	flag.Parse()
-	if os.Geteuid() != 0 {
-		fmt.Fprintln(os.Stderr, "uroce-linkbench: needs root (namespaces, veth, AF_PACKET)")
+	if err := needRoot(os.Geteuid()); err != nil {
+		fmt.Fprintln(os.Stderr, "uroce-linkbench:", err)
 		os.Exit(2)
 	}
 	if *flagCPUProf != "" {

@@ -15,11 +15,10 @@ import (
 	"github.com/uroce/uroce/examples/internal/loopback"
 	"github.com/uroce/uroce/examples/internal/metricsflag"
 	"github.com/uroce/uroce/examples/internal/rpc"
-	"github.com/uroce/uroce/verbs"
 )
 
 func main() {
-	port := flag.Uint("port", 0, "UDP port both devices use (0: a free one)")
+	port := flag.Uint("port", 0, loopback.PortUsage)
 	keys := flag.Int("keys", 200, "keys to write")
 	dur := flag.Duration("d", 2*time.Second, "how long writers and readers race")
 	metricsAddr := flag.String("metrics", "", metricsflag.Usage)
@@ -30,17 +29,11 @@ func main() {
 }
 
 func run(port uint16, keys int, dur time.Duration, metricsAddr string) error {
-	dc, ds, err := loopback.Pair(port)
+	dc, ds, closeAll, err := loopback.Open(port, metricsAddr, os.Stdout)
 	if err != nil {
 		return err
 	}
-	defer dc.Close()
-	defer ds.Close()
-	ms, err := metricsflag.Serve(metricsAddr, os.Stdout, map[string]*verbs.Device{"client": dc, "server": ds})
-	if err != nil {
-		return err
-	}
-	defer ms.Close()
+	defer closeAll()
 	// The server's engine runs on its own goroutine, so READs are served
 	// while the RPC goroutine writes: the server's CPU is off the read path.
 	ds.Start()

@@ -9,10 +9,9 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
+	"github.com/uroce/uroce/examples/internal/cli"
 	"github.com/uroce/uroce/examples/internal/metricsflag"
 	"github.com/uroce/uroce/examples/internal/netdev"
 	"github.com/uroce/uroce/examples/internal/pingdest"
@@ -35,10 +34,8 @@ type options struct {
 	metrics string // serve /metrics here while running
 	peer    string // the server's host; empty on the server
 
-	// For tests: a listener to accept on instead of the port, and a
-	// device to use instead of opening one.
+	// For tests: a listener to accept on instead of the port.
 	listener net.Listener
-	open     func() (*verbs.Device, error)
 	// scraped, if set, is called with the metrics server and the device
 	// at the end of a run, while the QP still exists.
 	scraped func(*metrics.Server, *verbs.Device)
@@ -86,27 +83,22 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 func main() {
 	o, err := parseFlags(os.Args[1:], os.Stderr)
 	if err != nil {
-		os.Exit(2)
+		cli.BadUsage("pingpong", err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, o, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "pingpong:", err)
-		os.Exit(1)
-	}
+	cli.Run("pingpong", 0, func(ctx context.Context) error {
+		// The kernel UDP backend on -d's address or interface, else on
+		// the address that routes to the peer.
+		d, err := netdev.Open(o.device, o.peer)
+		if err != nil {
+			return err
+		}
+		return run(ctx, d, o, os.Stdout)
+	})
 }
 
-// run is the whole program: device, objects, exchange, traffic, report,
-// teardown.
-func run(ctx context.Context, o options, out io.Writer) (err error) {
-	open := o.open
-	if open == nil {
-		open = func() (*verbs.Device, error) { return netdev.Open(o.device, o.peer) }
-	}
-	d, err := open()
-	if err != nil {
-		return err
-	}
+// run is the whole program once the device is open: objects, exchange,
+// traffic, report, teardown. It closes d.
+func run(ctx context.Context, d *verbs.Device, o options, out io.Writer) (err error) {
 	defer func() { err = errors.Join(err, d.Close()) }()
 
 	p, err := newPingPong(d, o.size, o.rxDepth)

@@ -35,11 +35,11 @@ func runPair(t *testing.T, so, co options) (sout, cout string, serr, cerr error)
 	defer cancel()
 	var sb, cb strings.Builder
 	serr, cerr = loopback.RunTCP(ctx, func(d *verbs.Device, ln net.Listener) error {
-		so.open, so.listener = func() (*verbs.Device, error) { return d, nil }, ln
-		return run(ctx, so, &sb)
+		so.listener = ln
+		return run(ctx, d, so, &sb)
 	}, func(d *verbs.Device, port int) error {
-		co.open, co.peer, co.port = func() (*verbs.Device, error) { return d, nil }, "127.0.0.1", port
-		return run(ctx, co, &cb)
+		co.peer, co.port = "127.0.0.1", port
+		return run(ctx, d, co, &cb)
 	})
 	return sb.String(), cb.String(), serr, cerr
 }
@@ -120,9 +120,9 @@ func TestClientChecksAnswers(t *testing.T) {
 		}
 	}()
 	co := options{size: size, iters: 10, mtu: 1024, rxDepth: 4, peer: "127.0.0.1",
-		port: ln.Addr().(*net.TCPAddr).Port, open: func() (*verbs.Device, error) { return cliDev, nil }}
+		port: ln.Addr().(*net.TCPAddr).Port}
 	var out strings.Builder
-	err = run(ctx, co, &out)
+	err = run(ctx, cliDev, co, &out)
 	if !errors.Is(err, errData) {
 		t.Fatalf("client against a wrong answer: %v, want %v\n%s", err, errData, out.String())
 	}

@@ -18,11 +18,10 @@ import (
 	"github.com/uroce/uroce/examples/internal/loopback"
 	"github.com/uroce/uroce/examples/internal/metricsflag"
 	"github.com/uroce/uroce/examples/internal/rpc"
-	"github.com/uroce/uroce/verbs"
 )
 
 func main() {
-	port := flag.Uint("port", 0, "UDP port both devices use (0: a free one)")
+	port := flag.Uint("port", 0, loopback.PortUsage)
 	n := flag.Int("n", 5000, "round trips per latency measurement")
 	par := flag.Int("c", 16, "concurrent callers for requests/s")
 	metricsAddr := flag.String("metrics", "", metricsflag.Usage)
@@ -39,17 +38,11 @@ type result struct {
 }
 
 func run(port uint16, n, par int, sizes []int, metricsAddr string) error {
-	dc, ds, err := loopback.Pair(port)
+	dc, ds, closeAll, err := loopback.Open(port, metricsAddr, os.Stdout)
 	if err != nil {
 		return err
 	}
-	defer dc.Close()
-	defer ds.Close()
-	ms, err := metricsflag.Serve(metricsAddr, os.Stdout, map[string]*verbs.Device{"client": dc, "server": ds})
-	if err != nil {
-		return err
-	}
-	defer ms.Close()
+	defer closeAll()
 	cfg := rpc.Config{Slots: 64, MaxMsg: 16 << 10}
 	srv := rpc.NewServer(ds, cfg, func(_ uint16, req, resp []byte) (int, uint16) { return copy(resp, req), 0 })
 	defer srv.Close()

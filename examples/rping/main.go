@@ -7,10 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
+	"github.com/uroce/uroce/examples/internal/cli"
 	"github.com/uroce/uroce/examples/internal/metricsflag"
 	"github.com/uroce/uroce/examples/internal/netdev"
 	"github.com/uroce/uroce/rdmacm"
@@ -38,9 +37,7 @@ type options struct {
 	timeout        time.Duration
 	metrics        string // serve /metrics here while running
 
-	// For tests: a device to use instead of opening one, and a hook
-	// called once the server listens.
-	open      func() (*verbs.Device, error)
+	// For tests: called once the server listens.
 	listening func()
 }
 
@@ -61,7 +58,7 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long (uroce only; 0: never)")
 	fs.StringVar(&o.metrics, "metrics", "", metricsflag.Usage+" (uroce only)")
 	fs.BoolFunc("q", "use self-created, self-modified QP (uroce always does)", func(string) error { return nil })
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return o, err
 	}
 	switch {
@@ -82,38 +79,26 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 func main() {
 	o, err := parseFlags(os.Args[1:], os.Stderr)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "rping:", err)
-		os.Exit(2)
+		cli.BadUsage("rping", err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if o.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.timeout)
-		defer cancel()
-	}
-	if err := run(ctx, o, os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "rping:", err)
-		os.Exit(1)
-	}
+	cli.Run("rping", o.timeout, func(ctx context.Context) error {
+		d, err := openDevice(o)
+		if err != nil {
+			return err
+		}
+		return run(ctx, d, o, os.Stdout, os.Stderr)
+	})
 }
 
-// run is the whole program: device, CM, session, pings, teardown.
-func run(ctx context.Context, o options, out, errOut io.Writer) (err error) {
+// run is the whole program once the device is open: CM, session, pings,
+// teardown. It closes d.
+func run(ctx context.Context, d *verbs.Device, o options, out, errOut io.Writer) (err error) {
+	defer func() { err = errors.Join(err, d.Close()) }()
 	debug := func(format string, args ...any) {
 		if o.debug {
 			fmt.Fprintf(out, format, args...)
 		}
 	}
-	open := o.open
-	if open == nil {
-		open = func() (*verbs.Device, error) { return openDevice(o) }
-	}
-	d, err := open()
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, d.Close()) }()
 	// The page's address goes to errOut: standard output stays rping's.
 	ms, err := metricsflag.Serve(o.metrics, errOut, map[string]*verbs.Device{"uroce0": d})
 	if err != nil {

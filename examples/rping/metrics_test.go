@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/uroce/uroce/examples/internal/loopback"
-	"github.com/uroce/uroce/verbs"
 )
 
 // TestMetricsFlag: -metrics is parsed, and a client run with it serves
@@ -29,8 +28,7 @@ func TestMetricsFlag(t *testing.T) {
 	var srvOut, srvErr, cliOut, cliErr syncBuf
 	srvDone := make(chan error, 1)
 	go func() {
-		srvDone <- run(ctx, options{server: true, port: 7174, size: 64,
-			open:      func() (*verbs.Device, error) { return srvDev, nil },
+		srvDone <- run(ctx, srvDev, options{server: true, port: 7174, size: 64,
 			listening: func() { close(listening) }}, &srvOut, &srvErr)
 	}()
 	select {
@@ -38,8 +36,8 @@ func TestMetricsFlag(t *testing.T) {
 	case err := <-srvDone:
 		t.Fatalf("server: %v", err)
 	}
-	err = run(ctx, options{client: true, addr: loopback.B.String(), port: 7174, count: 3, size: 64, verbose: true, metrics: "127.0.0.1:0",
-		open: func() (*verbs.Device, error) { return cliDev, nil }}, &cliOut, &cliErr)
+	err = run(ctx, cliDev, options{client: true, addr: loopback.B.String(), port: 7174, count: 3, size: 64, verbose: true, metrics: "127.0.0.1:0"},
+		&cliOut, &cliErr)
 	if err != nil {
 		t.Fatalf("client: %v\n%s", err, cliErr.String())
 	}

@@ -137,12 +137,11 @@ func TestLoopback(t *testing.T) {
 			defer cancel()
 			var srvOut, srvErr, cliOut syncBuf
 			serr, cerr := loopback.Run(ctx, func(d *verbs.Device, listening func()) error {
-				return run(ctx, options{server: true, port: 7174, size: tc.size, verbose: true,
-					open:      func() (*verbs.Device, error) { return d, nil },
+				return run(ctx, d, options{server: true, port: 7174, size: tc.size, verbose: true,
 					listening: listening}, &srvOut, &srvErr)
 			}, func(d *verbs.Device) error {
-				return run(ctx, options{client: true, addr: loopback.B.String(), port: 7174, count: tc.count, size: tc.size,
-					verbose: true, validate: true, open: func() (*verbs.Device, error) { return d, nil }}, &cliOut, &cliOut)
+				return run(ctx, d, options{client: true, addr: loopback.B.String(), port: 7174, count: tc.count, size: tc.size,
+					verbose: true, validate: true}, &cliOut, &cliOut)
 			})
 			if cerr != nil {
 				t.Fatalf("client: %v\n%s", cerr, cliOut.String())

@@ -7,10 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
+	"github.com/uroce/uroce/examples/internal/cli"
 	"github.com/uroce/uroce/examples/internal/netdev"
 	"github.com/uroce/uroce/rdmacm"
 	"github.com/uroce/uroce/verbs"
@@ -25,8 +24,7 @@ type options struct {
 	size        int
 	timeout     time.Duration
 
-	// For tests.
-	open      func() (*verbs.Device, error)
+	// For tests: called once the server listens.
 	listening func()
 }
 
@@ -41,7 +39,7 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 	fs.IntVar(&o.count, "C", 10, "message `count` per connection")
 	fs.IntVar(&o.size, "S", 100, "message `size`")
 	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long (uroce only; 0: never)")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return o, err
 	}
 	switch {
@@ -61,17 +59,15 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 func main() {
 	o, err := parseFlags(os.Args[1:], os.Stderr)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "ucmatose:", err)
-		os.Exit(2)
+		cli.BadUsage("ucmatose", err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if o.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.timeout)
-		defer cancel()
+	ctx, cancel := cli.Context(o.timeout)
+	d, err := openDevice(o)
+	if err == nil {
+		err = run(ctx, d, o, os.Stdout)
 	}
-	err = run(ctx, o, os.Stdout)
+	cancel()
+	// cmatose's last lines, on standard output, failed or not.
 	fmt.Println("test complete")
 	if err != nil {
 		fmt.Println("ucmatose:", err)
@@ -157,15 +153,9 @@ func poll(ctx context.Context, cq *verbs.CQ, count int) error {
 	return nil
 }
 
-func run(ctx context.Context, o options, out io.Writer) (err error) {
-	open := o.open
-	if open == nil {
-		open = func() (*verbs.Device, error) { return openDevice(o) }
-	}
-	d, err := open()
-	if err != nil {
-		return err
-	}
+// run is the whole program once the device is open: CM, connections,
+// messages, disconnects. It closes d.
+func run(ctx context.Context, d *verbs.Device, o options, out io.Writer) (err error) {
 	defer func() { err = errors.Join(err, d.Close()) }()
 	m, err := rdmacm.Open(d, rdmacm.Config{})
 	if err != nil {

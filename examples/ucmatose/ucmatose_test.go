@@ -23,14 +23,12 @@ func TestLoopback(t *testing.T) {
 			var srvOut, cliOut strings.Builder
 			serr, cerr := loopback.Run(ctx, func(d *verbs.Device, listening func()) error {
 				srv := o
-				srv.open = func() (*verbs.Device, error) { return d, nil }
 				srv.listening = listening
-				return run(ctx, srv, &srvOut)
+				return run(ctx, d, srv, &srvOut)
 			}, func(d *verbs.Device) error {
 				cli := o
 				cli.server = loopback.B.String()
-				cli.open = func() (*verbs.Device, error) { return d, nil }
-				return run(ctx, cli, &cliOut)
+				return run(ctx, d, cli, &cliOut)
 			})
 			if cerr != nil {
 				t.Fatalf("client: %v\n%s", cerr, cliOut.String())

@@ -37,11 +37,11 @@ func runPair(t *testing.T, so, co options) (sout, cout string, serr, cerr error)
 	defer cancel()
 	var sb, cb strings.Builder
 	serr, cerr = loopback.RunTCP(ctx, func(d *verbs.Device, ln net.Listener) error {
-		so.open, so.listener = func() (*verbs.Device, error) { return d, nil }, ln
-		return run(ctx, so, &sb)
+		so.listener = ln
+		return run(ctx, d, so, &sb)
 	}, func(d *verbs.Device, port int) error {
-		co.open, co.peer, co.port = func() (*verbs.Device, error) { return d, nil }, "127.0.0.1", port
-		return run(ctx, co, &cb)
+		co.peer, co.port = "127.0.0.1", port
+		return run(ctx, d, co, &cb)
 	})
 	return sb.String(), cb.String(), serr, cerr
 }

@@ -6,9 +6,11 @@ package loopback
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 
+	"github.com/uroce/uroce/examples/internal/metricsflag"
 	"github.com/uroce/uroce/pkg/link/udp"
 	"github.com/uroce/uroce/verbs"
 )
@@ -19,6 +21,9 @@ var (
 	A = netip.MustParseAddr("127.0.0.1")
 	B = netip.MustParseAddr("127.0.0.2")
 )
+
+// PortUsage is the help text of a -port flag that picks Open's port.
+const PortUsage = "UDP port both devices use (0: a free one)"
 
 // ErrNoPort means no free UDP port was found for a pair.
 var ErrNoPort = errors.New("no free port for a loopback pair")
@@ -63,4 +68,27 @@ func freePort() (uint16, error) {
 	}
 	defer c.Close()
 	return uint16(c.LocalAddr().(*net.UDPAddr).Port), nil
+}
+
+// Open is the start of a program that runs both ends in one process
+// (examples/kv, examples/rpc): it opens a pair on port (0: a free one) and,
+// with metricsAddr set, serves both devices' metrics, labelled client (A)
+// and server (B), printing the page's address to out. close closes all of
+// it.
+func Open(port uint16, metricsAddr string, out io.Writer) (client, server *verbs.Device, close func(), err error) {
+	client, server, err = Pair(port)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ms, err := metricsflag.Serve(metricsAddr, out, map[string]*verbs.Device{"client": client, "server": server})
+	if err != nil {
+		client.Close()
+		server.Close()
+		return nil, nil, nil, err
+	}
+	return client, server, func() {
+		ms.Close()
+		server.Close()
+		client.Close()
+	}, nil
 }

@@ -9,6 +9,8 @@ import (
 	"net"
 	"strconv"
 	"time"
+
+	"github.com/uroce/uroce/examples/internal/cli"
 )
 
 // Config says where the exchange runs.
@@ -124,7 +126,7 @@ func ParseArgs(fs *flag.FlagSet, args []string) (peer string, err error) {
 		fmt.Fprintf(fs.Output(), "usage:\n  %[1]s [flags]         start a server and wait for connection\n  %[1]s [flags] <host>  connect to server at <host>\n", fs.Name())
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return "", err
 	}
 	switch fs.NArg() {
