@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/uroce/uroce/pkg/metrics"
 	"github.com/uroce/uroce/pkg/perftest"
+	"github.com/uroce/uroce/verbs/metrics"
 )
 
 // verb is the operation a test measures (perftest's VerbType).

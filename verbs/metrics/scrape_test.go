@@ -15,8 +15,8 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/uroce/uroce/pkg/link/pipe"
-	"github.com/uroce/uroce/pkg/metrics"
 	"github.com/uroce/uroce/verbs"
+	"github.com/uroce/uroce/verbs/metrics"
 )
 
 // scrape gets /metrics over HTTP and parses the text exposition.

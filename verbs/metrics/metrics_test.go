@@ -13,8 +13,8 @@ import (
 
 	"github.com/uroce/uroce/cc"
 	"github.com/uroce/uroce/pkg/link/pipe"
-	"github.com/uroce/uroce/pkg/metrics"
 	"github.com/uroce/uroce/verbs"
+	"github.com/uroce/uroce/verbs/metrics"
 )
 
 // connected returns two devices over a pipe whose A-to-B direction marks
