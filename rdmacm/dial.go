@@ -7,8 +7,8 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/uroce/uroce/cm"
-	"github.com/uroce/uroce/cm/mad"
+	"github.com/uroce/uroce/pkg/cm"
+	"github.com/uroce/uroce/pkg/cm/mad"
 	"github.com/uroce/uroce/verbs"
 )
 

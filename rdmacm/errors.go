@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/uroce/uroce/cm/mad"
+	"github.com/uroce/uroce/pkg/cm/mad"
 )
 
 // Errors. Test with errors.Is.

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/uroce/uroce/cm"
-	"github.com/uroce/uroce/cm/mad"
+	"github.com/uroce/uroce/pkg/cm"
+	"github.com/uroce/uroce/pkg/cm/mad"
 	"github.com/uroce/uroce/pkg/link/pipe"
 	"github.com/uroce/uroce/verbs"
 )

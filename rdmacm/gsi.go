@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/uroce/uroce/cm"
-	"github.com/uroce/uroce/cm/mad"
+	"github.com/uroce/uroce/pkg/cm"
+	"github.com/uroce/uroce/pkg/cm/mad"
 	"github.com/uroce/uroce/verbs"
 )
 

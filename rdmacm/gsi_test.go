@@ -5,7 +5,7 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/uroce/uroce/cm/mad"
+	"github.com/uroce/uroce/pkg/cm/mad"
 	"github.com/uroce/uroce/pkg/link/udp"
 	"github.com/uroce/uroce/verbs"
 )

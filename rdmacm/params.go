@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"github.com/uroce/uroce/cm"
-	"github.com/uroce/uroce/cm/mad"
+	"github.com/uroce/uroce/pkg/cm"
+	"github.com/uroce/uroce/pkg/cm/mad"
 	"github.com/uroce/uroce/qp"
 	"github.com/uroce/uroce/verbs"
 )

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/uroce/uroce/cm/mad"
+	"github.com/uroce/uroce/pkg/cm/mad"
 	"github.com/uroce/uroce/verbs"
 )
 

@@ -1,6 +1,6 @@
 package rdmacm
 
-import "github.com/uroce/uroce/cm"
+import "github.com/uroce/uroce/pkg/cm"
 
 // transport carries MADs between QP1s: the seam between the CM loop and
 // the device's GSI QP, so the loop's logic can be tested over an

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/uroce/uroce/bth"
-	"github.com/uroce/uroce/cm/mad"
+	"github.com/uroce/uroce/pkg/cm/mad"
 )
 
 // handleREQ: a connection request (IBA 12.6.5). A repeated REQ (same

@@ -6,7 +6,7 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/uroce/uroce/cm/mad"
+	"github.com/uroce/uroce/pkg/cm/mad"
 )
 
 var (

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/uroce/uroce/bth"
-	"github.com/uroce/uroce/cm/mad"
+	"github.com/uroce/uroce/pkg/cm/mad"
 )
 
 // ConnectParams is what the active side offers (rdma_connect's

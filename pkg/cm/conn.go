@@ -3,7 +3,7 @@ package cm
 import (
 	"time"
 
-	"github.com/uroce/uroce/cm/mad"
+	"github.com/uroce/uroce/pkg/cm/mad"
 )
 
 // Conn is one connection, active or passive. Its methods, like the

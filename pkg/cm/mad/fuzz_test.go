@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/uroce/uroce/cm/mad"
+	"github.com/uroce/uroce/pkg/cm/mad"
 )
 
 func seedMADs(f *testing.F) {

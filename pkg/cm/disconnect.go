@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/uroce/uroce/cm/mad"
+	"github.com/uroce/uroce/pkg/cm/mad"
 )
 
 // Disconnect starts the release of an established connection (IBA

@@ -8,16 +8,16 @@ import (
 	"time"
 
 	"github.com/uroce/uroce/bth"
-	"github.com/uroce/uroce/cm"
-	"github.com/uroce/uroce/cm/mad"
 	"github.com/uroce/uroce/internal/pcapfile"
+	"github.com/uroce/uroce/pkg/cm"
+	"github.com/uroce/uroce/pkg/cm/mad"
 )
 
 // rpingMADs returns the five CM MADs of rping.pcap: REQ, REP, RTU, DREQ,
 // DREP.
 func rpingMADs(t *testing.T) [][]byte {
 	t.Helper()
-	f, err := pcapfile.ReadFile("../testdata/rxe-captures/rping.pcap")
+	f, err := pcapfile.ReadFile("../../testdata/rxe-captures/rping.pcap")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func rpingMADs(t *testing.T) [][]byte {
 func TestCapturePSNs(t *testing.T) {
 	caps := rpingMADs(t)
 	reqPSN, repPSN := mad.MAD(caps[0]).REQ().StartingPSN(), mad.MAD(caps[1]).REP().StartingPSN()
-	f, err := pcapfile.ReadFile("../testdata/rxe-captures/rping.pcap")
+	f, err := pcapfile.ReadFile("../../testdata/rxe-captures/rping.pcap")
 	if err != nil {
 		t.Fatal(err)
 	}

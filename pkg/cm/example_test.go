@@ -6,8 +6,8 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/uroce/uroce/cm"
-	"github.com/uroce/uroce/cm/mad"
+	"github.com/uroce/uroce/pkg/cm"
+	"github.com/uroce/uroce/pkg/cm/mad"
 )
 
 // wire queues MADs between two managers; a real verbs layer sends them as

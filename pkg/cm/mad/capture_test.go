@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/uroce/uroce/bth"
-	"github.com/uroce/uroce/cm/mad"
 	"github.com/uroce/uroce/internal/pcapfile"
+	"github.com/uroce/uroce/pkg/cm/mad"
 )
 
 // capturedMAD is one QP1 datagram from a reference capture.
@@ -25,7 +25,7 @@ func captureMADs(t testing.TB) []capturedMAD {
 	t.Helper()
 	var out []capturedMAD
 	for _, name := range []string{"rping.pcap", "ib_write_lat_rdmacm.pcap"} {
-		f, err := pcapfile.ReadFile(filepath.Join("../../testdata/rxe-captures", name))
+		f, err := pcapfile.ReadFile(filepath.Join("../../../testdata/rxe-captures", name))
 		if err != nil {
 			t.Fatal(err)
 		}

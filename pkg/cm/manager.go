@@ -8,7 +8,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/uroce/uroce/cm/mad"
+	"github.com/uroce/uroce/pkg/cm/mad"
 )
 
 // Defaults, as rdma_cm and rxe use them (and the captures show).

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/uroce/uroce/cm"
-	"github.com/uroce/uroce/cm/mad"
+	"github.com/uroce/uroce/pkg/cm"
+	"github.com/uroce/uroce/pkg/cm/mad"
 )
 
 // fabric is an in-memory QP1 network between CM nodes: a fake clock, a

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/uroce/uroce/cm"
-	"github.com/uroce/uroce/cm/mad"
+	"github.com/uroce/uroce/pkg/cm"
+	"github.com/uroce/uroce/pkg/cm/mad"
 )
 
 func pair(t *testing.T, seed uint64) (*fabric, *node, *node) {

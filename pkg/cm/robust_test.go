@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/uroce/uroce/cm"
-	"github.com/uroce/uroce/cm/mad"
+	"github.com/uroce/uroce/pkg/cm"
+	"github.com/uroce/uroce/pkg/cm/mad"
 )
 
 // TestLossyConnectDisconnect runs connect and disconnect over a fabric

@@ -3,7 +3,7 @@ package cm
 import (
 	"fmt"
 
-	"github.com/uroce/uroce/cm/mad"
+	"github.com/uroce/uroce/pkg/cm/mad"
 )
 
 // EventType is what happened to a connection. The names follow

@@ -3,7 +3,7 @@ package cm
 import (
 	"time"
 
-	"github.com/uroce/uroce/cm/mad"
+	"github.com/uroce/uroce/pkg/cm/mad"
 )
 
 // Address is where a MAD goes or came from: a port's GID and, on it, QP1
