@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/uroce/uroce/pkg/link/udp"
-	"github.com/uroce/uroce/rdmacm"
+	"github.com/uroce/uroce/pkg/rdmacm"
 	"github.com/uroce/uroce/verbs"
 )
 
