@@ -66,7 +66,7 @@ func (m *Manager) Connect(now time.Time, p *ConnectParams) (*Conn, error) {
 	if hop == 0 {
 		hop = 64
 	}
-	c := &Conn{m: m, active: true, localID: m.newLocalID(), peer: gsi(p.Dest), service: p.ServiceID, Context: p.Context}
+	c := &Conn{m: m, active: true, localID: m.newLocalID(), peer: gsiAddress(p.Dest), service: p.ServiceID, Context: p.Context}
 	c.tid = m.tid(c.localID)
 	cfg := &m.cfg
 	req := mad.REQFields{

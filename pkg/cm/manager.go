@@ -37,7 +37,8 @@ type Config struct {
 	GID mad.GID
 	// CAGUID is the local CA's GUID (rxe: the EUI-64 of the MAC).
 	CAGUID uint64
-	// Send and QP are the seam to the verbs layer.
+	// Send and QP are how the manager reaches the verbs layer: it sends
+	// MADs through Send and moves connected QPs through QP.
 	Send MADSender
 	QP   QPModifier
 	// Seed seeds local communication IDs and transaction IDs. Give each
@@ -236,7 +237,7 @@ func (m *Manager) dispatch(now time.Time, src Address, msg mad.MAD) error {
 		// as ib_cm's cm_issue_drep does.
 		out := mad.NewCM(m.buf[:], mad.AttrDREP, msg.Header().TID())
 		out.DREP().Encode(&mad.CommIDsFields{LocalCommID: local, RemoteCommID: remote})
-		m.send(gsi(src.GID), out)
+		m.send(gsiAddress(src.GID), out)
 		return nil
 	}
 	if c == nil {
@@ -300,7 +301,7 @@ func (m *Manager) rejectREQ(src Address, req mad.MAD, reason mad.RejectReason) {
 		MessageRejected: mad.MsgREQ,
 		Reason:          reason,
 	})
-	m.send(gsi(src.GID), out)
+	m.send(gsiAddress(src.GID), out)
 }
 
 // ackTimeout is the kernel's cm_ack_timeout: the exponent of roughly

@@ -38,7 +38,7 @@ func (m *Manager) handleREQ(now time.Time, src Address, msg mad.MAD) error {
 		m.rejectREQ(src, msg, reason)
 		return nil
 	}
-	c := &Conn{m: m, localID: m.newLocalID(), remoteID: r.LocalCommID(), peer: gsi(src.GID), service: r.ServiceID(), tid: msg.Header().TID()}
+	c := &Conn{m: m, localID: m.newLocalID(), remoteID: r.LocalCommID(), peer: gsiAddress(src.GID), service: r.ServiceID(), tid: msg.Header().TID()}
 	copy(c.req[:], msg)
 	m.conns[c.localID] = c
 	m.remote[remoteKey{src.GID, c.remoteID}] = c
