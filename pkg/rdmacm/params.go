@@ -7,7 +7,6 @@ import (
 
 	"github.com/uroce/uroce/pkg/cm"
 	"github.com/uroce/uroce/pkg/cm/mad"
-	"github.com/uroce/uroce/qp"
 	"github.com/uroce/uroce/verbs"
 )
 
@@ -73,12 +72,12 @@ func (p *Params) withDefaults() Params {
 // The Modify QP masks of each transition (ibv_modify_qp's, as rdma_cm's
 // rdma_init_qp_attr fills them).
 const (
-	attrState = qp.AttrState
-	attrInit  = qp.AttrState | qp.AttrAccessFlags | qp.AttrPKeyIndex | qp.AttrPort
-	attrRTR   = qp.AttrState | qp.AttrAV | qp.AttrPathMTU | qp.AttrDestQPN | qp.AttrRQPSN |
-		qp.AttrMaxDestRdAtomic | qp.AttrMinRNRTimer
-	attrRTS = qp.AttrState | qp.AttrTimeout | qp.AttrRetryCnt | qp.AttrRNRRetry | qp.AttrSQPSN |
-		qp.AttrMaxQPRdAtomic
+	attrState = verbs.AttrState
+	attrInit  = verbs.AttrState | verbs.AttrAccessFlags | verbs.AttrPKeyIndex | verbs.AttrPort
+	attrRTR   = verbs.AttrState | verbs.AttrAV | verbs.AttrPathMTU | verbs.AttrDestQPN | verbs.AttrRQPSN |
+		verbs.AttrMaxDestRdAtomic | verbs.AttrMinRNRTimer
+	attrRTS = verbs.AttrState | verbs.AttrTimeout | verbs.AttrRetryCnt | verbs.AttrRNRRetry | verbs.AttrSQPSN |
+		verbs.AttrMaxQPRdAtomic
 )
 
 // InitQP takes a new QP from RESET to INIT with the given remote access
