@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/uroce/uroce/pkg/link"
-	"github.com/uroce/uroce/pkg/link/udp"
 	"github.com/uroce/uroce/pkg/netinfo"
 	"github.com/uroce/uroce/qp"
 )
@@ -78,10 +77,11 @@ func Open(l link.Link) *Device {
 	return d
 }
 
-// OpenAddr opens a device on a local IP address with the kernel UDP
-// backend (unprivileged).
+// OpenAddr opens a device on a local IP address with the default link
+// backend, link.Default: the kernel UDP socket, unprivileged. For another
+// backend, open its link with link.Open and the device with Open.
 func OpenAddr(addr netip.Addr) (*Device, error) {
-	l, err := udp.Open(udp.Config{Addr: addr})
+	l, err := link.Open(link.Default, link.Config{Addr: addr})
 	if err != nil {
 		return nil, fmt.Errorf("open %v: %w", addr, err)
 	}
@@ -89,7 +89,7 @@ func OpenAddr(addr netip.Addr) (*Device, error) {
 }
 
 // OpenInterface opens a device on the first IPv4 (else IPv6 global)
-// address of a network interface, with the UDP backend. It returns
+// address of a network interface, with the default backend. It returns
 // ErrNoAddr when the interface has none.
 func OpenInterface(name string) (*Device, error) {
 	ifi, err := net.InterfaceByName(name)

@@ -15,8 +15,8 @@ import (
 	"github.com/uroce/uroce/pkg/link/afpacket"
 	"github.com/uroce/uroce/pkg/link/pipe"
 	"github.com/uroce/uroce/pkg/link/udp"
-	"github.com/uroce/uroce/pkg/metrics"
 	"github.com/uroce/uroce/verbs"
+	"github.com/uroce/uroce/verbs/metrics"
 )
 
 // portGoroutines counts the goroutines that follow a port's interface:

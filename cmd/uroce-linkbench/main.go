@@ -40,10 +40,10 @@ import (
 	"github.com/uroce/uroce/internal/netns"
 	"github.com/uroce/uroce/internal/rawbench"
 	"github.com/uroce/uroce/pkg/link"
-	"github.com/uroce/uroce/pkg/link/afpacket"
-	"github.com/uroce/uroce/pkg/link/afxdp"
+	_ "github.com/uroce/uroce/pkg/link/afpacket"
+	_ "github.com/uroce/uroce/pkg/link/afxdp"
 	"github.com/uroce/uroce/pkg/link/linktest"
-	"github.com/uroce/uroce/pkg/link/udp"
+	_ "github.com/uroce/uroce/pkg/link/udp"
 )
 
 // backend opens a link on a veth end; it is called inside the end's
@@ -56,19 +56,20 @@ type backend struct {
 
 // backends is the table of what is measured.
 var backends = []backend{
-	{"udp", "raw-udp", func(v netns.Veth, a netip.Addr) (link.Link, error) { return udp.Open(udp.Config{Addr: a}) }},
-	{"afpacket", "raw-udp", func(v netns.Veth, a netip.Addr) (link.Link, error) {
-		return afpacket.Open(afpacket.Config{Ifname: v.Name, Addr: a})
-	}},
+	{"udp", "raw-udp", opener("udp", link.WaitSleep)},
+	{"afpacket", "raw-udp", opener("afpacket", link.WaitSleep)},
 	// The raw floor busy-polls; so does the afxdp link measured against
 	// it. afxdp-poll is the default mode (Wait sleeps in poll), whose
 	// Recv leaves the device's NAPI to softirq work.
-	{"afxdp", "raw-xdp", func(v netns.Veth, a netip.Addr) (link.Link, error) {
-		return afxdp.Open(afxdp.Config{Interface: v.Name, Addr: a, Wait: afxdp.WaitBusyPoll})
-	}},
-	{"afxdp-poll", "raw-xdp", func(v netns.Veth, a netip.Addr) (link.Link, error) {
-		return afxdp.Open(afxdp.Config{Interface: v.Name, Addr: a})
-	}},
+	{"afxdp", "raw-xdp", opener("afxdp", link.WaitSpin)},
+	{"afxdp-poll", "raw-xdp", opener("afxdp", link.WaitSleep)},
+}
+
+// opener opens the named backend (see link.Register) on a veth end.
+func opener(name string, wait link.WaitMode) func(netns.Veth, netip.Addr) (link.Link, error) {
+	return func(v netns.Veth, a netip.Addr) (link.Link, error) {
+		return link.Open(name, link.Config{Interface: v.Name, Addr: a, Wait: wait})
+	}
 }
 
 // floor measures a raw baseline for one size (package rawbench).

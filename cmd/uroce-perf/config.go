@@ -9,8 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/uroce/uroce/pkg/metrics"
+	"github.com/uroce/uroce/pkg/link"
 	"github.com/uroce/uroce/pkg/perftest"
+	"github.com/uroce/uroce/verbs/metrics"
 )
 
 // verb is the operation a test measures (perftest's VerbType).
@@ -181,7 +182,7 @@ func parseArgs(k kind, args []string, errOut io.Writer) (*config, error) {
 	intVar(&c.qps, "q", "qp", 1, "number of QPs")
 	intVar(&c.inline, "I", "inline_size", defInline, "largest message sent inline")
 	intVar(&c.cqMod, "Q", "cq-mod", 100, "signal one send in this many (bw tests)")
-	fs.StringVar(&c.link, "link", "udp", "link backend: udp, afpacket or afxdp")
+	fs.StringVar(&c.link, "link", link.Default, "link backend: "+strings.Join(link.Backends(), ", "))
 	fs.BoolVar(&c.json, "out_json", false, "also write the results as JSON")
 	fs.StringVar(&c.jsonTo, "out_json_file", "perftest_out.json", "file for --out_json (- is standard output)")
 	fs.BoolVar(&c.stats, "stats", false, "print the transport counters (packets, retransmissions, NAKs) after the report")
@@ -226,10 +227,8 @@ func (c *config) check() error {
 	case c.port < 1 || c.port > 65535:
 		return fmt.Errorf("%w: port %d", ErrUsage, c.port)
 	}
-	switch c.link {
-	case "udp", "afpacket", "afxdp":
-	default:
-		return fmt.Errorf("%w: link %q (udp, afpacket or afxdp)", ErrUsage, c.link)
+	if !slices.Contains(link.Backends(), c.link) {
+		return fmt.Errorf("%w: link %q (%s)", ErrUsage, c.link, strings.Join(link.Backends(), ", "))
 	}
 	return nil
 }

@@ -33,7 +33,7 @@
 // (give up when the peer stalls) and -stats (print the device's transport
 // counters, packets, retransmissions, timeouts and NAKs, on a "counters:"
 // line after the report and in --out_json) and --metrics ADDR (serve the
-// device's Prometheus metrics, pkg/metrics, at http://ADDR/metrics while
+// device's Prometheus metrics, verbs/metrics, at http://ADDR/metrics while
 // the test runs; the address is printed on standard error, so standard
 // output stays perftest's). A uroce device has one GID, its address,
 // so -x is 0 where rxe needs -x 1 for its IPv4 GID.

@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/uroce/uroce/pkg/link"
-	"github.com/uroce/uroce/pkg/link/afpacket"
-	"github.com/uroce/uroce/pkg/link/afxdp"
 	"github.com/uroce/uroce/pkg/perftest"
 	"github.com/uroce/uroce/verbs"
 )
@@ -264,39 +262,23 @@ func ifaceAddr(name string) (netip.Addr, error) {
 }
 
 // openDevice opens the device on the chosen link backend. Latency tests
-// busy-poll the AF_XDP socket (SO_BUSY_POLL), as perftest busy-polls its CQ.
+// busy-poll the link (AF_XDP's SO_BUSY_POLL), as perftest busy-polls its
+// CQ; bandwidth tests spin a moment before they sleep.
 func openDevice(cfg *config, addr netip.Addr) (*verbs.Device, string, error) {
-	switch cfg.link {
-	case "afpacket":
-		if cfg.dev == "" {
-			return nil, "", fmt.Errorf("%w: --link afpacket needs -d", ErrUsage)
-		}
-		l, err := afpacket.Open(afpacket.Config{Ifname: cfg.dev, Addr: addr})
-		if err != nil {
-			return nil, "", fmt.Errorf("open %s: %w", cfg.dev, err)
-		}
-		return verbs.Open(l), cfg.dev, nil
-	case "afxdp":
-		if cfg.dev == "" {
-			return nil, "", fmt.Errorf("%w: --link afxdp needs -d", ErrUsage)
-		}
-		wait := afxdp.WaitHybrid
-		if !cfg.kind.bw {
-			wait = afxdp.WaitBusyPoll
-		}
-		l, err := afxdp.Open(afxdp.Config{Interface: cfg.dev, Addr: addr, Wait: wait})
-		if err != nil {
-			return nil, "", fmt.Errorf("open %s: %w", cfg.dev, err)
-		}
-		return verbs.Open(l), cfg.dev, nil
+	wait := link.WaitSpinThenSleep
+	if !cfg.kind.bw {
+		wait = link.WaitSpin
 	}
-	d, err := verbs.OpenAddr(addr)
-	if err != nil {
-		return nil, "", err
-	}
+	l, err := link.Open(cfg.link, link.Config{Interface: cfg.dev, Addr: addr, Wait: wait})
 	name := cfg.dev
 	if name == "" {
-		name = "udp:" + addr.String()
+		name = cfg.link + ":" + addr.String()
 	}
-	return d, name, nil
+	switch {
+	case errors.Is(err, link.ErrNoInterface):
+		return nil, "", fmt.Errorf("%w: --link %s needs -d", ErrUsage, cfg.link)
+	case err != nil:
+		return nil, "", fmt.Errorf("open %s: %w", name, err)
+	}
+	return verbs.Open(l), name, nil
 }

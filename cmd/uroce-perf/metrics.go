@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/uroce/uroce/pkg/metrics"
 	"github.com/uroce/uroce/verbs"
+	"github.com/uroce/uroce/verbs/metrics"
 )
 
 // serveMetrics serves the device's Prometheus metrics on cfg.metrics (the

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/uroce/uroce/pkg/metrics"
+	"github.com/uroce/uroce/verbs/metrics"
 )
 
 // TestMetricsFlag: --metrics parses among perftest's flags and the peer

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/uroce/uroce/pkg/perftest"
-	"github.com/uroce/uroce/rdmacm"
+	"github.com/uroce/uroce/pkg/rdmacm"
 	"github.com/uroce/uroce/verbs"
 )
 

@@ -14,12 +14,12 @@ import (
 	"time"
 
 	"github.com/uroce/uroce/bth"
-	"github.com/uroce/uroce/cm/mad"
 	"github.com/uroce/uroce/internal/pcapfile"
 	"github.com/uroce/uroce/internal/perftestcap"
+	"github.com/uroce/uroce/pkg/cm/mad"
 	"github.com/uroce/uroce/pkg/link"
 	"github.com/uroce/uroce/pkg/link/udp"
-	"github.com/uroce/uroce/rdmacm"
+	"github.com/uroce/uroce/pkg/rdmacm"
 	"github.com/uroce/uroce/verbs"
 )
 

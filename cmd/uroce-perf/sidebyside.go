@@ -21,6 +21,7 @@ import (
 
 	"github.com/uroce/uroce/internal/netns"
 	"github.com/uroce/uroce/internal/rawbench"
+	"github.com/uroce/uroce/pkg/link"
 	"github.com/vishvananda/netlink"
 )
 
@@ -111,12 +112,11 @@ func benchSideBySide(args []string, stdout, stderr io.Writer) error {
 		sb.mtus = append(sb.mtus, n)
 	}
 	for _, l := range strings.Split(*links, ",") {
-		switch l = strings.TrimSpace(l); l {
-		case "udp", "afpacket", "afxdp":
-			sb.links = append(sb.links, l)
-		default:
-			return fmt.Errorf("%w: -links: %q (udp, afpacket or afxdp)", ErrUsage, l)
+		l = strings.TrimSpace(l)
+		if !slices.Contains(link.Backends(), l) {
+			return fmt.Errorf("%w: -links: %q (%s)", ErrUsage, l, strings.Join(link.Backends(), ", "))
 		}
+		sb.links = append(sb.links, l)
 	}
 	sb.lat, sb.bw = sbsLatTests, sbsBWTests
 	if *tests != "" {

@@ -15,8 +15,8 @@ import (
 	"github.com/uroce/uroce/examples/internal/metricsflag"
 	"github.com/uroce/uroce/examples/internal/netdev"
 	"github.com/uroce/uroce/examples/internal/pingdest"
-	"github.com/uroce/uroce/pkg/metrics"
 	"github.com/uroce/uroce/verbs"
+	"github.com/uroce/uroce/verbs/metrics"
 )
 
 // options are the command line (ibv_rc_pingpong's flags and defaults).

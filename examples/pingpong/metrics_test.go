@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/uroce/uroce/pkg/metrics"
 	"github.com/uroce/uroce/verbs"
+	"github.com/uroce/uroce/verbs/metrics"
 )
 
 // sample returns the value of the exposition line that starts with

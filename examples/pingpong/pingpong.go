@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/uroce/uroce/examples/internal/pingdest"
-	"github.com/uroce/uroce/qp"
 	"github.com/uroce/uroce/verbs"
 )
 
@@ -71,7 +70,7 @@ func newPingPong(d *verbs.Device, size, depth int) (*pingPong, error) {
 	}
 	// RESET to INIT takes the P_Key index, port and access flags
 	// (the attributes ibv_modify_qp requires); zero means the defaults.
-	init := qp.AttrState | qp.AttrPKeyIndex | qp.AttrPort | qp.AttrAccessFlags
+	init := verbs.AttrState | verbs.AttrPKeyIndex | verbs.AttrPort | verbs.AttrAccessFlags
 	if err := p.qp.Modify(&verbs.QPAttr{State: verbs.StateInit, AccessFlags: verbs.AccessLocalWrite}, init); err != nil {
 		return nil, fmt.Errorf("modify QP to INIT: %w", err)
 	}

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/uroce/uroce/rdmacm"
+	"github.com/uroce/uroce/pkg/rdmacm"
 	"github.com/uroce/uroce/verbs"
 )
 

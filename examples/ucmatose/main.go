@@ -11,7 +11,7 @@ import (
 
 	"github.com/uroce/uroce/examples/internal/cli"
 	"github.com/uroce/uroce/examples/internal/netdev"
-	"github.com/uroce/uroce/rdmacm"
+	"github.com/uroce/uroce/pkg/rdmacm"
 	"github.com/uroce/uroce/verbs"
 )
 

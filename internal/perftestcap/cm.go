@@ -6,8 +6,8 @@ import (
 	"net/netip"
 
 	"github.com/uroce/uroce/bth"
-	"github.com/uroce/uroce/cm/mad"
 	"github.com/uroce/uroce/internal/pcapfile"
+	"github.com/uroce/uroce/pkg/cm/mad"
 )
 
 // CMExchange is a perftest -R run in a capture: the rdma_cm MADs of its

@@ -17,6 +17,8 @@
 // Backends live in sub-packages: udp (a kernel UDP socket, the unprivileged
 // default), afpacket (raw AF_PACKET), afxdp (AF_XDP rings) and pipe (an
 // in-memory pair with a seeded fault injector for tests and the simulator).
+// The first three register by name (Register), so a program opens one with
+// Open(name, cfg) and names the backend nowhere else.
 //
 // A Link is not safe for concurrent use: one engine loop owns it, as the
 // design requires (no locks on the data path). Close may be called from any

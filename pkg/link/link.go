@@ -161,4 +161,10 @@ var (
 	// later, as the transport's retransmission does, gets them through;
 	// the engine loop never waits for the network.
 	ErrResolving = errors.New("next hop being resolved")
+	// ErrUnknownBackend is returned by Open for a name no backend has
+	// registered.
+	ErrUnknownBackend = errors.New("unknown link backend")
+	// ErrNoInterface is returned by Open for a backend that needs
+	// Config.Interface (afpacket, afxdp) when it is empty.
+	ErrNoInterface = errors.New("backend needs a network interface")
 )

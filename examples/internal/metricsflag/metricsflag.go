@@ -8,8 +8,8 @@ import (
 	"io"
 	"slices"
 
-	"github.com/uroce/uroce/pkg/metrics"
 	"github.com/uroce/uroce/verbs"
+	"github.com/uroce/uroce/verbs/metrics"
 )
 
 // Usage is the flag's help text.

@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/uroce/uroce/qp"
 	"github.com/uroce/uroce/verbs"
 )
 
@@ -495,7 +494,7 @@ func (c *Client) close() error {
 	// A caller holding the poll token may sleep in CQ.Wait: the error
 	// state flushes the QP's work (IBA 10.3.1), and those completions
 	// wake it. Then no one polls the CQ any more.
-	c.qp.Modify(&verbs.QPAttr{State: verbs.StateErr}, qp.AttrState)
+	c.qp.Modify(&verbs.QPAttr{State: verbs.StateErr}, verbs.AttrState)
 	c.poller.Lock()
 	defer c.poller.Unlock()
 	err := c.qp.Destroy()
