@@ -133,7 +133,7 @@ func (d *Device) process() {
 		return // the link is gone, and AllocMR memory with it (unmapAll)
 	}
 	d.e.Process(d.clock())
-	d.flush()
+	d.deliverCompletions()
 }
 
 // drive feeds received packets to the engine, runs its timers and
@@ -158,13 +158,13 @@ func (d *Device) drive() int {
 		}
 	}
 	d.e.Process(now)
-	d.flush()
+	d.deliverCompletions()
 	return got
 }
 
-// flush moves new completions from the engine's CQs to the CQs' rings,
-// where any goroutine may poll them.
-func (d *Device) flush() {
+// deliverCompletions moves new completions from the engine's CQs to the
+// CQs' rings, where any goroutine may poll them.
+func (d *Device) deliverCompletions() {
 	keep := d.dirty[:0]
 	for _, c := range d.dirty {
 		if !c.transfer() {
