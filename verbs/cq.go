@@ -88,9 +88,9 @@ func (c *CQ) Notify() <-chan struct{} { return c.notify }
 func (c *CQ) Poll(wc []WC) int {
 	d := c.d
 	if !d.bg.Load() && !d.closed.Load() && d.tryOwn() {
-		d.serve()
-		d.drive()
-		d.release()
+		d.runHandedOver()
+		d.receiveAndRun()
+		d.letGo()
 	}
 	n := 0
 	for n < len(wc) && c.r.pop(&wc[n]) {
@@ -123,7 +123,7 @@ func (c *CQ) Wait(ctx context.Context, wc []WC) (int, error) {
 		if !d.bg.Load() {
 			if d.tryOwn() {
 				err := c.sleep(ctx)
-				d.release()
+				d.letGo()
 				if err != nil && !d.closed.Load() {
 					return 0, fmt.Errorf("wait: %w", err)
 				}
@@ -135,7 +135,7 @@ func (c *CQ) Wait(ctx context.Context, wc []WC) (int, error) {
 			counted = true
 			if d.tryOwn() {
 				d.waiters.Add(-1)
-				d.release()
+				d.letGo()
 				continue
 			}
 		}
@@ -154,8 +154,8 @@ func (c *CQ) Wait(ctx context.Context, wc []WC) (int, error) {
 // sleep waits in the link as the engine's owner, unless there is work.
 func (c *CQ) sleep(ctx context.Context) error {
 	d := c.d
-	d.serve()
-	d.drive()
+	d.runHandedOver()
+	d.receiveAndRun()
 	if !c.r.empty() {
 		return nil
 	}
@@ -174,7 +174,7 @@ func (c *CQ) Overflowed() bool { return c.overflow.Load() }
 
 // Destroy releases the CQ; it returns ErrBusy while a QP uses it.
 func (c *CQ) Destroy() error {
-	return c.d.do(func() error {
+	return c.d.withEngine(func() error {
 		if c.d.e.CQInUse(c.c) {
 			return fmt.Errorf("destroy CQ: %w", ErrBusy)
 		}
