@@ -119,25 +119,12 @@ func (c *CQ) Wait(ctx context.Context, wc []WC) (int, error) {
 		if d.closed.Load() {
 			return 0, fmt.Errorf("wait: %w", ErrClosed)
 		}
-		counted := false
-		if !d.bg.Load() {
-			if d.tryOwn() {
-				err := c.sleep(ctx)
-				d.letGo()
-				if err != nil && !d.closed.Load() {
-					return 0, fmt.Errorf("wait: %w", err)
-				}
-				continue
+		owned, counted, err := d.ownOrCount(func() error { return c.sleep(ctx) })
+		if owned {
+			if err != nil && !d.closed.Load() {
+				return 0, fmt.Errorf("wait: %w", err)
 			}
-			// Another goroutine drives the engine: wait for it to
-			// deliver, or to let go so this one can drive.
-			d.waiters.Add(1)
-			counted = true
-			if d.tryOwn() {
-				d.waiters.Add(-1)
-				d.letGo()
-				continue
-			}
+			continue
 		}
 		select {
 		case <-c.notify:

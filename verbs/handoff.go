@@ -266,6 +266,33 @@ func (d *Device) withEngine(fn func() error) error {
 	return d.handOver(i)
 }
 
+// ownOrCount is one turn of a goroutine blocked in CQ.Wait or
+// GetAsyncEvent. Inline, with the engine free, it runs turn as the owner
+// and lets go (owned: look again). Otherwise the caller blocks until what
+// it waits for, d.released, its context or d.done comes; inline it is
+// first counted in d.waiters (counted), so that letGo wakes it, and takes
+// itself off with d.waiters.Add(-1) once woken.
+func (d *Device) ownOrCount(turn func() error) (owned, counted bool, err error) {
+	if d.bg.Load() {
+		return false, false, nil
+	}
+	if d.tryOwn() {
+		err := turn()
+		d.letGo()
+		return true, false, err
+	}
+	// Another goroutine drives the engine: wait for it to deliver, or to
+	// let go so this one can drive. It may have let go before it could
+	// see the count: take the engine again, so the wake is not lost.
+	d.waiters.Add(1)
+	if d.tryOwn() {
+		d.waiters.Add(-1)
+		d.letGo()
+		return true, false, nil
+	}
+	return false, true, nil
+}
+
 // loop is the background goroutine: it owns the engine until Close.
 func (d *Device) loop(done chan struct{}) {
 	defer close(done)

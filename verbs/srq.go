@@ -142,26 +142,18 @@ func (d *Device) GetAsyncEvent(ctx context.Context) (AsyncEvent, error) {
 		if d.closed.Load() {
 			return AsyncEvent{}, fmt.Errorf("get async event: %w", ErrClosed)
 		}
-		counted := false
-		if !d.bg.Load() {
-			if d.tryOwn() {
-				d.runHandedOver()
-				d.receiveAndRun()
-				if len(d.events) == 0 {
-					if w := d.waitTime(inlineWait); w > 0 {
-						d.l.Wait(w)
-					}
+		owned, counted, _ := d.ownOrCount(func() error {
+			d.runHandedOver()
+			d.receiveAndRun()
+			if len(d.events) == 0 {
+				if w := d.waitTime(inlineWait); w > 0 {
+					d.l.Wait(w)
 				}
-				d.letGo()
-				continue
 			}
-			d.waiters.Add(1)
-			counted = true
-			if d.tryOwn() {
-				d.waiters.Add(-1)
-				d.letGo()
-				continue
-			}
+			return nil
+		})
+		if owned {
+			continue
 		}
 		select {
 		case ev := <-d.events:
