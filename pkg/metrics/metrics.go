@@ -107,31 +107,14 @@ func Register(reg prometheus.Registerer, d Device, name string) (*Collector, err
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range c.devTransport {
+	for _, ds := range [][]*prometheus.Desc{c.devTransport, c.devOnly, c.devCC, c.devLink, c.qpTransport, c.qpCC} {
+		for _, d := range ds {
+			ch <- d
+		}
+	}
+	for _, d := range []*prometheus.Desc{c.devLatency, c.qpLatency, c.rate, c.target, c.alpha, c.window, c.srtt} {
 		ch <- d
 	}
-	for _, d := range c.devOnly {
-		ch <- d
-	}
-	for _, d := range c.devLink {
-		ch <- d
-	}
-	ch <- c.devLatency
-	ch <- c.qpLatency
-	for _, d := range c.qpTransport {
-		ch <- d
-	}
-	for _, d := range c.devCC {
-		ch <- d
-	}
-	for _, d := range c.qpCC {
-		ch <- d
-	}
-	ch <- c.rate
-	ch <- c.target
-	ch <- c.alpha
-	ch <- c.window
-	ch <- c.srtt
 }
 
 // Collect implements prometheus.Collector: one snapshot of the device per
