@@ -24,12 +24,40 @@ type Counters struct {
 	RPCNPIgnored uint64
 }
 
+// CounterDesc describes one field of Counters: its name, its ConnectX
+// name and what it counts. CounterTable is the one list of the counters:
+// Add, Named and the metrics exporter all read it, so a counter is added
+// by its field and its row (TestCounterTable fails on a field without a
+// row).
+type CounterDesc struct {
+	// Field is the name of the Go field.
+	Field string
+	// Name is the counter's ConnectX name.
+	Name string
+	// Help says what it counts, for an exporter.
+	Help string
+	// Ptr returns the counter in c.
+	Ptr func(c *Counters) *uint64
+}
+
+// CounterTable describes every field of Counters, in their order. It is
+// not to be modified.
+var CounterTable = [...]CounterDesc{
+	{"NPECNMarkedRoCEPackets", NameNPECNMarkedRoCEPackets, "CE-marked RoCE packets received (mlx5 np_ecn_marked_roce_packets).",
+		func(c *Counters) *uint64 { return &c.NPECNMarkedRoCEPackets }},
+	{"NPCNPSent", NameNPCNPSent, "CNPs sent in answer to CE marks (mlx5 np_cnp_sent).",
+		func(c *Counters) *uint64 { return &c.NPCNPSent }},
+	{"RPCNPHandled", NameRPCNPHandled, "CNPs the reaction point acted on (mlx5 rp_cnp_handled).",
+		func(c *Counters) *uint64 { return &c.RPCNPHandled }},
+	{"RPCNPIgnored", NameRPCNPIgnored, "CNPs received by QPs whose algorithm does not react to them (mlx5 rp_cnp_ignored).",
+		func(c *Counters) *uint64 { return &c.RPCNPIgnored }},
+}
+
 // Add adds o to c, for device totals.
 func (c *Counters) Add(o Counters) {
-	c.NPECNMarkedRoCEPackets += o.NPECNMarkedRoCEPackets
-	c.NPCNPSent += o.NPCNPSent
-	c.RPCNPHandled += o.RPCNPHandled
-	c.RPCNPIgnored += o.RPCNPIgnored
+	for _, d := range CounterTable {
+		*d.Ptr(c) += *d.Ptr(&o)
+	}
 }
 
 // Counter is one named counter value.
@@ -38,15 +66,14 @@ type Counter struct {
 	Value uint64
 }
 
-// Named returns the counters with their ConnectX names, in a fixed order,
-// without allocating: for the verbs counters API and a Prometheus collector.
-func (c *Counters) Named() [4]Counter {
-	return [4]Counter{
-		{NameNPECNMarkedRoCEPackets, c.NPECNMarkedRoCEPackets},
-		{NameNPCNPSent, c.NPCNPSent},
-		{NameRPCNPHandled, c.RPCNPHandled},
-		{NameRPCNPIgnored, c.RPCNPIgnored},
+// Named returns the counters with their ConnectX names, in CounterTable's
+// order, without allocating.
+func (c *Counters) Named() [len(CounterTable)]Counter {
+	var n [len(CounterTable)]Counter
+	for i, d := range CounterTable {
+		n[i] = Counter{d.Name, *d.Ptr(c)}
 	}
+	return n
 }
 
 // Stats is a snapshot of one QP's congestion control.

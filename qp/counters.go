@@ -66,3 +66,68 @@ type EngineCounters struct {
 	// rp_cnp_ignored).
 	CC cc.Counters
 }
+
+// CounterDesc describes one counter kept in a T (Counters or
+// EngineCounters): the field that holds it, the name it is exported under
+// and what it counts. CounterTable and EngineCounterTable are the one list
+// of the counters: Engine.Stats sums by it and the metrics exporter names
+// and reads the counters from it, so a counter is added by its field and
+// its row here (TestCounterTables fails on a field without a row).
+type CounterDesc[T any] struct {
+	// Field is the name of the Go field.
+	Field string
+	// Name is the exported name: rxe's hw_counters name where rxe keeps
+	// the counter, else uroce's own.
+	Name string
+	// Help says what it counts, for an exporter.
+	Help string
+	// Ptr returns the counter in c.
+	Ptr func(c *T) *uint64
+}
+
+// CounterTable describes every field of Counters, in their order. It is
+// not to be modified.
+var CounterTable = []CounterDesc[Counters]{
+	{"TxPackets", "sent_pkts", "RoCE packets sent (rxe sent_pkts).", func(c *Counters) *uint64 { return &c.TxPackets }},
+	{"RxPackets", "rcvd_pkts", "RoCE packets received for a QP (rxe rcvd_pkts).", func(c *Counters) *uint64 { return &c.RxPackets }},
+	{"TxBytes", "sent_bytes", "Payload bytes sent.", func(c *Counters) *uint64 { return &c.TxBytes }},
+	{"RxBytes", "rcvd_bytes", "Payload bytes received.", func(c *Counters) *uint64 { return &c.RxBytes }},
+	{"PostedSends", "posted_sends", "Send work requests posted.", func(c *Counters) *uint64 { return &c.PostedSends }},
+	{"CompletedSends", "completed_sends", "Send work requests completed successfully.", func(c *Counters) *uint64 { return &c.CompletedSends }},
+	{"RDMASends", "rdma_sends", "SEND work requests completed successfully (rxe rdma_sends).", func(c *Counters) *uint64 { return &c.RDMASends }},
+	{"CompletedRecvs", "completed_recvs", "Receive work requests completed successfully (what rxe counts as rdma_recvs).", func(c *Counters) *uint64 { return &c.CompletedRecvs }},
+	{"Retransmits", "retransmits", "Request packets sent again.", func(c *Counters) *uint64 { return &c.Retransmits }},
+	{"Timeouts", "local_ack_timeouts", "Local ACK timeouts that started a retry.", func(c *Counters) *uint64 { return &c.Timeouts }},
+	{"SeqNAKsRcvd", "rcvd_seq_err", "PSN sequence error NAKs received (rxe rcvd_seq_err).", func(c *Counters) *uint64 { return &c.SeqNAKsRcvd }},
+	{"SeqNAKsSent", "out_of_seq_request", "Requests ahead of the expected PSN, answered with a sequence NAK (rxe out_of_seq_request).", func(c *Counters) *uint64 { return &c.SeqNAKsSent }},
+	{"RNRNAKsRcvd", "rcvd_rnr_err", "RNR NAKs received (rxe rcvd_rnr_err).", func(c *Counters) *uint64 { return &c.RNRNAKsRcvd }},
+	{"RNRNAKsSent", "send_rnr_err", "RNR NAKs sent (rxe send_rnr_err).", func(c *Counters) *uint64 { return &c.RNRNAKsSent }},
+	{"ImplicitNAKs", "implicit_naks", "Retries started by a response after a gap.", func(c *Counters) *uint64 { return &c.ImplicitNAKs }},
+	{"DupRequests", "duplicate_request", "Duplicate requests answered or dropped (rxe duplicate_request).", func(c *Counters) *uint64 { return &c.DupRequests }},
+	{"ErrNAKsSent", "err_naks_sent", "NAKs sent for invalid requests and access errors.", func(c *Counters) *uint64 { return &c.ErrNAKsSent }},
+	{"Dropped", "dropped", "Packets a QP ignored (stale, out of sequence, wrong state).", func(c *Counters) *uint64 { return &c.Dropped }},
+	{"RetryExcErrs", "retry_exceeded_err", "Work requests failed after the retry count ran out (rxe retry_exceeded_err).", func(c *Counters) *uint64 { return &c.RetryExcErrs }},
+	{"RNRRetryExcErrs", "retry_rnr_exceeded_err", "Work requests failed after the RNR retry count ran out (rxe retry_rnr_exceeded_err).", func(c *Counters) *uint64 { return &c.RNRRetryExcErrs }},
+	{"CompleterRetries", "completer_retry_err", "Go-back-N retries started by the completer (rxe completer_retry_err).", func(c *Counters) *uint64 { return &c.CompleterRetries }},
+	{"BadQKey", "bad_qkey", "Datagrams dropped for a Q_Key that is not the QP's (IBA 10.2.5, the port's Q_Key violations).", func(c *Counters) *uint64 { return &c.BadQKey }},
+}
+
+// EngineCounterTable describes the counters only an engine keeps: the
+// fields of EngineCounters other than the summed Counters and CC (whose
+// table is cc.CounterTable), in their order. It is not to be modified.
+var EngineCounterTable = []CounterDesc[EngineCounters]{
+	{"NoQP", "no_qp", "Packets for a QP number with no QP.", func(c *EngineCounters) *uint64 { return &c.NoQP }},
+	{"BadPacket", "bad_packet", "Packets that do not decode or are not RC.", func(c *EngineCounters) *uint64 { return &c.BadPacket }},
+	{"BadPKey", "bad_pkey", "Packets with a P_Key mismatch.", func(c *EngineCounters) *uint64 { return &c.BadPKey }},
+	{"NoBuffer", "no_buffer", "Packets not built for lack of a transmit buffer.", func(c *EngineCounters) *uint64 { return &c.NoBuffer }},
+	{"TxErrors", "send_err", "Packets the link did not send (rxe send_err).", func(c *EngineCounters) *uint64 { return &c.TxErrors }},
+	{"CNPsRcvd", "cnps_rcvd", "CNPs received for an existing QP.", func(c *EngineCounters) *uint64 { return &c.CNPsRcvd }},
+	{"LinkDowned", "link_downed", "Times the port's interface went down, its port from active to down (rxe link_downed).", func(c *EngineCounters) *uint64 { return &c.LinkDowned }},
+}
+
+// Add adds o's counters to c's, for an engine's totals.
+func (c *Counters) Add(o *Counters) {
+	for _, d := range CounterTable {
+		*d.Ptr(c) += *d.Ptr(o)
+	}
+}

@@ -1,6 +1,9 @@
 package qp
 
 import (
+	"reflect"
+	"regexp"
+	"slices"
 	"testing"
 
 	"github.com/uroce/uroce/pkg/link/pipe"
@@ -48,5 +51,92 @@ func TestRDMASends(t *testing.T) {
 	}
 	if s := p.a.e.Stats(); s.RDMASends != sends {
 		t.Fatalf("engine rdma_sends %d, want %d", s.RDMASends, sends)
+	}
+}
+
+// TestCounterTables: every counter field of Counters and EngineCounters
+// has one row in CounterTable or EngineCounterTable, in field order, whose
+// Ptr points at that field, and no two rows share an exported name. A
+// counter added without its row, or a row without its field, fails here.
+func TestCounterTables(t *testing.T) {
+	names := map[string]string{}
+	checkCounterTable(t, CounterTable, nil, names)
+	// EngineCounters embeds the summed Counters, checked above, and holds
+	// the cc counters, which cc's own table describes.
+	checkCounterTable(t, EngineCounterTable, []string{"Counters", "CC"}, names)
+}
+
+var counterName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+
+func checkCounterTable[T any](t *testing.T, table []CounterDesc[T], skip []string, names map[string]string) {
+	t.Helper()
+	var c T
+	v := reflect.ValueOf(&c).Elem()
+	var fields, rows []string
+	for i := range v.NumField() {
+		f := v.Type().Field(i)
+		if slices.Contains(skip, f.Name) {
+			continue
+		}
+		if f.Type.Kind() != reflect.Uint64 {
+			t.Errorf("%s.%s is a %s: a counter is a uint64 with a row in the table", v.Type(), f.Name, f.Type)
+			continue
+		}
+		fields = append(fields, f.Name)
+	}
+	for _, d := range table {
+		rows = append(rows, d.Field)
+		f := v.FieldByName(d.Field)
+		if !f.IsValid() || f.Kind() != reflect.Uint64 {
+			t.Errorf("row %s: %s has no such counter", d.Field, v.Type())
+			continue
+		}
+		if d.Ptr(&c) != f.Addr().Interface().(*uint64) {
+			t.Errorf("row %s: Ptr points at another field", d.Field)
+		}
+		if !counterName.MatchString(d.Name) || d.Help == "" {
+			t.Errorf("row %s: name %q, help %q", d.Field, d.Name, d.Help)
+		}
+		if other, ok := names[d.Name]; ok {
+			t.Errorf("rows %s and %s are both exported as %s", other, d.Field, d.Name)
+		}
+		names[d.Name] = d.Field
+	}
+	if !slices.Equal(fields, rows) {
+		t.Errorf("%s has counters\n%v\nand its table rows\n%v", v.Type(), fields, rows)
+	}
+}
+
+// TestStatsSumsEveryCounter: Stats adds every counter of every live QP to
+// the engine's own, and leaves the engine-only counters as they are.
+func TestStatsSumsEveryCounter(t *testing.T) {
+	p := newPair(t, pairConfig{mtu: 1024})
+	e := p.a.e
+	q2, err := e.CreateQP(QPConfig{PD: 1, SendCQ: p.a.scq, RecvCQ: p.a.rcq, MaxSendWR: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := func(v reflect.Value, base uint64) {
+		for i := range v.NumField() {
+			if f := v.Field(i); f.Kind() == reflect.Uint64 {
+				f.SetUint(base + uint64(i))
+			}
+		}
+	}
+	set(reflect.ValueOf(&e.Counters).Elem(), 1000)
+	set(reflect.ValueOf(&e.Counters.Counters).Elem(), 2000)
+	set(reflect.ValueOf(&p.a.qp.Counters).Elem(), 30000)
+	set(reflect.ValueOf(&q2.Counters).Elem(), 400000)
+	s := e.Stats()
+	got := reflect.ValueOf(s.Counters)
+	for i := range got.NumField() {
+		if want := uint64(432000 + 3*i); got.Field(i).Uint() != want {
+			t.Errorf("%s = %d, want %d", got.Type().Field(i).Name, got.Field(i).Uint(), want)
+		}
+	}
+	for _, d := range EngineCounterTable {
+		if *d.Ptr(&s) != *d.Ptr(&e.Counters) {
+			t.Errorf("%s = %d, want the engine's %d", d.Field, *d.Ptr(&s), *d.Ptr(&e.Counters))
+		}
 	}
 }

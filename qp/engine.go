@@ -450,30 +450,7 @@ func (e *Engine) Stats() EngineCounters {
 		if q == nil {
 			continue
 		}
-		c := &q.Counters
-		t := &s.Counters
-		t.TxPackets += c.TxPackets
-		t.RxPackets += c.RxPackets
-		t.TxBytes += c.TxBytes
-		t.RxBytes += c.RxBytes
-		t.PostedSends += c.PostedSends
-		t.CompletedSends += c.CompletedSends
-		t.RDMASends += c.RDMASends
-		t.CompletedRecvs += c.CompletedRecvs
-		t.Retransmits += c.Retransmits
-		t.Timeouts += c.Timeouts
-		t.SeqNAKsRcvd += c.SeqNAKsRcvd
-		t.SeqNAKsSent += c.SeqNAKsSent
-		t.RNRNAKsRcvd += c.RNRNAKsRcvd
-		t.RNRNAKsSent += c.RNRNAKsSent
-		t.ImplicitNAKs += c.ImplicitNAKs
-		t.DupRequests += c.DupRequests
-		t.ErrNAKsSent += c.ErrNAKsSent
-		t.Dropped += c.Dropped
-		t.RetryExcErrs += c.RetryExcErrs
-		t.RNRRetryExcErrs += c.RNRRetryExcErrs
-		t.CompleterRetries += c.CompleterRetries
-		t.BadQKey += c.BadQKey
+		s.Counters.Add(&q.Counters)
 		s.CC.Add(q.cc.alg.Stats(e.now).Counters)
 	}
 	return s

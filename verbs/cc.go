@@ -20,7 +20,7 @@ func (d *Device) SetCC(cfg cc.Config) error {
 	if _, err := cc.New(&cfg, time.Time{}); err != nil {
 		return fmt.Errorf("set congestion control: %w", err)
 	}
-	return d.do(func() error { d.e.CC = cfg; return nil })
+	return d.withEngine(func() error { d.e.CC = cfg; return nil })
 }
 
 // SetCC replaces the QP's congestion control (nil: the device default),
@@ -28,7 +28,7 @@ func (d *Device) SetCC(cfg cc.Config) error {
 // cc.ErrBadParams.
 func (q *QueuePair) SetCC(cfg *cc.Config) error {
 	d := q.pd.d
-	return d.do(func() error { return q.q.SetCC(d.clock(), cfg) })
+	return d.withEngine(func() error { return q.q.SetCC(d.clock(), cfg) })
 }
 
 // CCStats returns the QP's congestion control state: the mlx5 counters
@@ -37,7 +37,7 @@ func (q *QueuePair) SetCC(cfg *cc.Config) error {
 func (q *QueuePair) CCStats() cc.Stats {
 	d := q.pd.d
 	var s cc.Stats
-	d.do(func() error { s = q.q.CCStats(d.clock()); return nil })
+	d.withEngine(func() error { s = q.q.CCStats(d.clock()); return nil })
 	return s
 }
 
@@ -54,7 +54,7 @@ type QPStats struct {
 // QPStats appends every QP's counters to dst and returns it, in QPN
 // order, taken in one pass of the engine: for metrics exporters.
 func (d *Device) QPStats(dst []QPStats) []QPStats {
-	d.do(func() error {
+	d.withEngine(func() error {
 		now := d.clock()
 		for _, q := range d.e.AppendQPs(nil) {
 			dst = append(dst, QPStats{QPN: q.QPN(), Counters: q.Counters, CC: q.CCStats(now), SRTT: q.SRTT()})

@@ -88,9 +88,9 @@ func (c *CQ) Notify() <-chan struct{} { return c.notify }
 func (c *CQ) Poll(wc []WC) int {
 	d := c.d
 	if !d.bg.Load() && !d.closed.Load() && d.tryOwn() {
-		d.serve()
-		d.drive()
-		d.release()
+		d.runHandedOver()
+		d.receiveAndRun()
+		d.letGo()
 	}
 	n := 0
 	for n < len(wc) && c.r.pop(&wc[n]) {
@@ -119,25 +119,12 @@ func (c *CQ) Wait(ctx context.Context, wc []WC) (int, error) {
 		if d.closed.Load() {
 			return 0, fmt.Errorf("wait: %w", ErrClosed)
 		}
-		counted := false
-		if !d.bg.Load() {
-			if d.tryOwn() {
-				err := c.sleep(ctx)
-				d.release()
-				if err != nil && !d.closed.Load() {
-					return 0, fmt.Errorf("wait: %w", err)
-				}
-				continue
+		owned, counted, err := d.ownOrCount(func() error { return c.sleep(ctx) })
+		if owned {
+			if err != nil && !d.closed.Load() {
+				return 0, fmt.Errorf("wait: %w", err)
 			}
-			// Another goroutine drives the engine: wait for it to
-			// deliver, or to let go so this one can drive.
-			d.waiters.Add(1)
-			counted = true
-			if d.tryOwn() {
-				d.waiters.Add(-1)
-				d.release()
-				continue
-			}
+			continue
 		}
 		select {
 		case <-c.notify:
@@ -154,8 +141,8 @@ func (c *CQ) Wait(ctx context.Context, wc []WC) (int, error) {
 // sleep waits in the link as the engine's owner, unless there is work.
 func (c *CQ) sleep(ctx context.Context) error {
 	d := c.d
-	d.serve()
-	d.drive()
+	d.runHandedOver()
+	d.receiveAndRun()
 	if !c.r.empty() {
 		return nil
 	}
@@ -174,7 +161,7 @@ func (c *CQ) Overflowed() bool { return c.overflow.Load() }
 
 // Destroy releases the CQ; it returns ErrBusy while a QP uses it.
 func (c *CQ) Destroy() error {
-	return c.d.do(func() error {
+	return c.d.withEngine(func() error {
 		if c.d.e.CQInUse(c.c) {
 			return fmt.Errorf("destroy CQ: %w", ErrBusy)
 		}

@@ -133,7 +133,7 @@ func (d *Device) Link() link.Link { return d.l }
 // LinkStats returns the link's counters, read by the engine's owner.
 func (d *Device) LinkStats() link.Stats {
 	var s link.Stats
-	d.do(func() error { s = d.l.Stats(); return nil })
+	d.withEngine(func() error { s = d.l.Stats(); return nil })
 	return s
 }
 
@@ -175,7 +175,7 @@ func (d *Device) MaxPathMTU() int {
 // Counters returns the device's counters, summed over its QPs.
 func (d *Device) Counters() Counters {
 	var c Counters
-	d.do(func() error { c = d.e.Stats(); return nil })
+	d.withEngine(func() error { c = d.e.Stats(); return nil })
 	c.LinkDowned = d.linkDowned.Load()
 	return c
 }
@@ -270,7 +270,7 @@ type MR struct {
 // qp.ErrBadMR for remote write or atomic access without local write.
 func (pd *PD) RegMR(buf []byte, access Access) (*MR, error) {
 	var m *qp.MR
-	err := pd.d.do(func() (err error) {
+	err := pd.d.withEngine(func() (err error) {
 		m, err = pd.d.e.MRs.Register(pd.id, buf, addrOf(buf), access)
 		return err
 	})
@@ -283,7 +283,7 @@ func (pd *PD) RegMR(buf []byte, access Access) (*MR, error) {
 // Dereg removes the region: its keys stop working at once.
 func (m *MR) Dereg() error {
 	d := m.pd.d
-	return d.do(func() error { return d.e.MRs.Deregister(m.m.LKey) })
+	return d.withEngine(func() error { return d.e.MRs.Deregister(m.m.LKey) })
 }
 
 // Addr, LKey, RKey and Buf describe the region.

@@ -49,7 +49,7 @@ func (q *QueuePair) Latency() LatencySnapshot {
 // every QP the device has had, destroyed ones included.
 func (d *Device) Latency() LatencySnapshot {
 	var l LatencySnapshot
-	d.do(func() error { d.e.Latency(&l.Hist); return nil })
+	d.withEngine(func() error { d.e.Latency(&l.Hist); return nil })
 	return l
 }
 
@@ -64,7 +64,7 @@ type QPLatency struct {
 // returns it, in QPN order: for metrics exporters. A QPLatency is about
 // 8.5 KiB; reuse dst across calls.
 func (d *Device) QPLatencies(dst []QPLatency) []QPLatency {
-	d.do(func() error {
+	d.withEngine(func() error {
 		for _, q := range d.e.AppendQPs(nil) {
 			dst = append(dst, QPLatency{QPN: q.QPN()})
 			q.Latency(&dst[len(dst)-1].Latency.Hist)

@@ -28,7 +28,7 @@ func (d *Device) SetLogger(l *slog.Logger) {
 	if l != nil {
 		fn = func(c *qp.StateChange) { logStateChange(l, c) }
 	}
-	d.do(func() error { d.e.OnStateChange = fn; return nil })
+	d.withEngine(func() error { d.e.OnStateChange = fn; return nil })
 }
 
 func logStateChange(l *slog.Logger, c *qp.StateChange) {

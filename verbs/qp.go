@@ -55,7 +55,7 @@ func (pd *PD) CreateQP(init *QPInit) (*QueuePair, error) {
 		srq = init.SRQ.s
 	}
 	var q *qp.QP
-	err := pd.d.do(func() (err error) {
+	err := pd.d.withEngine(func() (err error) {
 		q, err = pd.d.e.CreateQP(qp.QPConfig{SRQ: srq,
 			Type: init.Type, PD: pd.id, SendCQ: init.SendCQ.c, RecvCQ: init.RecvCQ.c,
 			MaxSendWR: init.Cap.MaxSendWR, MaxRecvWR: init.Cap.MaxRecvWR,
@@ -76,14 +76,14 @@ func (q *QueuePair) QPN() uint32 { return q.q.QPN() }
 // State returns the QP's state.
 func (q *QueuePair) State() QPState {
 	var s QPState
-	q.pd.d.do(func() error { s = q.q.State(); return nil })
+	q.pd.d.withEngine(func() error { s = q.q.State(); return nil })
 	return s
 }
 
 // Counters returns the QP's counters.
 func (q *QueuePair) Counters() QPCounters {
 	var c QPCounters
-	q.pd.d.do(func() error { c = q.q.Counters; return nil })
+	q.pd.d.withEngine(func() error { c = q.q.Counters; return nil })
 	return c
 }
 
@@ -95,7 +95,7 @@ func (q *QueuePair) Modify(a *QPAttr, mask AttrMask) error {
 	if mask&qp.AttrPathMTU != 0 && a.PathMTU > d.MaxPathMTU() {
 		return fmt.Errorf("modify QP %d: %w: %d > %d", q.QPN(), ErrMTU, a.PathMTU, d.MaxPathMTU())
 	}
-	if err := d.do(func() error { return q.q.Modify(d.clock(), a, mask) }); err != nil {
+	if err := d.withEngine(func() error { return q.q.Modify(d.clock(), a, mask) }); err != nil {
 		return err
 	}
 	if r, ok := d.l.(link.Resolver); ok && mask&qp.AttrAV != 0 {
@@ -184,9 +184,9 @@ func (q *QueuePair) PostSend(wr *SendWR) error {
 			d.e.SetNow(d.clock()) // the WR's post time, for Latency
 			err = q.q.PostSend(wr)
 		}
-		d.serve()
-		d.process()
-		d.release()
+		d.runHandedOver()
+		d.runEngine()
+		d.letGo()
 		return err
 	}
 	i, r := d.slot()
@@ -206,7 +206,7 @@ func (q *QueuePair) PostSend(wr *SendWR) error {
 		r.inline = append(r.inline[:0], wr.InlineData...)
 		r.send.InlineData = r.inline
 	}
-	return d.call(i)
+	return d.handOver(i)
 }
 
 // PostRecv posts a receive WR (ibv_post_recv). Errors wrap ErrBadState,
@@ -237,5 +237,5 @@ func (q *QueuePair) ActivateUD(qkey, psn uint32) error {
 // Destroy removes the QP; outstanding WRs vanish without completions.
 func (q *QueuePair) Destroy() error {
 	d := q.pd.d
-	return d.do(func() error { return d.e.DestroyQP(q.q) })
+	return d.withEngine(func() error { return d.e.DestroyQP(q.q) })
 }

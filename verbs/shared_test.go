@@ -3,7 +3,6 @@ package verbs_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -55,18 +54,10 @@ func TestSharedQP(t *testing.T) {
 						// are outstanding.
 						wr := verbs.SendWR{ID: uint64(g*each + k), Opcode: verbs.WRWrite, Flags: verbs.SendSignaled,
 							SGL: []verbs.SGE{ma.SGE(off, size)}, RemoteAddr: mb.Addr() + uint64(off), RKey: mb.RKey()}
-						for {
-							err := qa.PostSend(&wr)
-							if errors.Is(err, verbs.ErrQueueFull) {
-								time.Sleep(10 * time.Microsecond)
-								continue
-							}
-							if err != nil {
-								errc <- err
-								cancel()
-								return
-							}
-							break
+						if err := postSendRetry(qa, &wr); err != nil {
+							errc <- err
+							cancel()
+							return
 						}
 					}
 				}()

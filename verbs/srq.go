@@ -36,7 +36,7 @@ type SRQ struct {
 func (pd *PD) CreateSRQ(init SRQInit) (*SRQ, error) {
 	d := pd.d
 	var s *SRQ
-	err := d.do(func() error {
+	err := d.withEngine(func() error {
 		qs, err := d.e.CreateSRQ(qp.SRQConfig{PD: pd.id, MaxWR: init.MaxWR, MaxSGE: init.MaxSGE, Limit: init.Limit})
 		if err != nil {
 			return err
@@ -61,28 +61,28 @@ func (s *SRQ) PostRecv(wr *RecvWR) error { return s.pd.d.postRecv(nil, s.s, wr) 
 // EventSRQLimitReached (GetAsyncEvent) and disarms it. Errors wrap
 // ErrBadAttr, also for SRQMaxWR: the SRQ cannot be resized.
 func (s *SRQ) Modify(a *SRQAttr, mask SRQAttrMask) error {
-	return s.pd.d.do(func() error { return s.s.Modify(a, mask) })
+	return s.pd.d.withEngine(func() error { return s.s.Modify(a, mask) })
 }
 
 // Query returns the SRQ's attributes (ibv_query_srq); Limit is 0 once the
 // limit has fired.
 func (s *SRQ) Query() SRQAttr {
 	var a SRQAttr
-	s.pd.d.do(func() error { a = s.s.Attr(); return nil })
+	s.pd.d.withEngine(func() error { a = s.s.Attr(); return nil })
 	return a
 }
 
 // Len returns how many receive WRs the SRQ holds.
 func (s *SRQ) Len() int {
 	var n int
-	s.pd.d.do(func() error { n = s.s.Len(); return nil })
+	s.pd.d.withEngine(func() error { n = s.s.Len(); return nil })
 	return n
 }
 
 // Counters returns the SRQ's counters.
 func (s *SRQ) Counters() SRQCounters {
 	var c SRQCounters
-	s.pd.d.do(func() error { c = s.s.Counters; return nil })
+	s.pd.d.withEngine(func() error { c = s.s.Counters; return nil })
 	return c
 }
 
@@ -90,7 +90,7 @@ func (s *SRQ) Counters() SRQCounters {
 // uses it.
 func (s *SRQ) Destroy() error {
 	d := s.pd.d
-	return d.do(func() error {
+	return d.withEngine(func() error {
 		if err := d.e.DestroySRQ(s.s); err != nil {
 			return err
 		}
@@ -142,26 +142,18 @@ func (d *Device) GetAsyncEvent(ctx context.Context) (AsyncEvent, error) {
 		if d.closed.Load() {
 			return AsyncEvent{}, fmt.Errorf("get async event: %w", ErrClosed)
 		}
-		counted := false
-		if !d.bg.Load() {
-			if d.tryOwn() {
-				d.serve()
-				d.drive()
-				if len(d.events) == 0 {
-					if w := d.waitTime(inlineWait); w > 0 {
-						d.l.Wait(w)
-					}
+		owned, counted, _ := d.ownOrCount(func() error {
+			d.runHandedOver()
+			d.receiveAndRun()
+			if len(d.events) == 0 {
+				if w := d.waitTime(inlineWait); w > 0 {
+					d.l.Wait(w)
 				}
-				d.release()
-				continue
 			}
-			d.waiters.Add(1)
-			counted = true
-			if d.tryOwn() {
-				d.waiters.Add(-1)
-				d.release()
-				continue
-			}
+			return nil
+		})
+		if owned {
+			continue
 		}
 		select {
 		case ev := <-d.events:

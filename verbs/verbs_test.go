@@ -10,6 +10,17 @@ import (
 	"github.com/uroce/uroce/verbs"
 )
 
+// postSendRetry posts wr, sleeping briefly while the send queue is full.
+func postSendRetry(q *verbs.QueuePair, wr *verbs.SendWR) error {
+	for {
+		err := q.PostSend(wr)
+		if !errors.Is(err, verbs.ErrQueueFull) {
+			return err
+		}
+		time.Sleep(10 * time.Microsecond)
+	}
+}
+
 // TestBackgroundConcurrent: in background mode, goroutines post and wait
 // while the devices' goroutines drive the engines (run with -race).
 func TestBackgroundConcurrent(t *testing.T) {
@@ -31,17 +42,9 @@ func TestBackgroundConcurrent(t *testing.T) {
 			tokens <- struct{}{}
 			wr := verbs.SendWR{ID: uint64(i), Opcode: verbs.WRWrite, Flags: verbs.SendSignaled,
 				SGL: []verbs.SGE{ma.SGE(i%64*1024, 1024)}, RemoteAddr: mb.Addr() + uint64(i%64*1024), RKey: mb.RKey()}
-			for {
-				err := qa.PostSend(&wr)
-				if errors.Is(err, verbs.ErrQueueFull) {
-					time.Sleep(10 * time.Microsecond)
-					continue
-				}
-				if err != nil {
-					errc <- err
-					return
-				}
-				break
+			if err := postSendRetry(qa, &wr); err != nil {
+				errc <- err
+				return
 			}
 		}
 		errc <- nil

@@ -26,6 +26,10 @@
 // completer still busy with another, and uroce's completer runs inline on
 // each response as it arrives, so it never defers one.
 //
+// The transport and congestion counters, with their names and help, come
+// from the tables verbs.QPCounterTable, verbs.CounterTable and
+// cc.CounterTable: a counter added there is exported with no change here.
+//
 // Completion latency (verbs.QueuePair.Latency) is a summary per QP,
 // uroce_qp_completion_latency_seconds, and one per device,
 // uroce_completion_latency_seconds, each with the quantiles 0.5, 0.99 and

@@ -24,61 +24,6 @@ var _ Device = (*verbs.Device)(nil)
 
 const namespace = "uroce"
 
-// counter is one transport counter, read from a QP's or the device's
-// summed counters.
-type counter struct {
-	name, help string
-	get        func(*verbs.QPCounters) uint64
-}
-
-// transport lists the counters kept per QP and summed per device: rxe's
-// hw_counters names first, then uroce's own.
-var transport = []counter{
-	{"sent_pkts", "RoCE packets sent (rxe sent_pkts).", func(c *verbs.QPCounters) uint64 { return c.TxPackets }},
-	{"rcvd_pkts", "RoCE packets received for a QP (rxe rcvd_pkts).", func(c *verbs.QPCounters) uint64 { return c.RxPackets }},
-	{"duplicate_request", "Duplicate requests answered or dropped (rxe duplicate_request).", func(c *verbs.QPCounters) uint64 { return c.DupRequests }},
-	{"out_of_seq_request", "Requests ahead of the expected PSN, answered with a sequence NAK (rxe out_of_seq_request).", func(c *verbs.QPCounters) uint64 { return c.SeqNAKsSent }},
-	{"rcvd_rnr_err", "RNR NAKs received (rxe rcvd_rnr_err).", func(c *verbs.QPCounters) uint64 { return c.RNRNAKsRcvd }},
-	{"send_rnr_err", "RNR NAKs sent (rxe send_rnr_err).", func(c *verbs.QPCounters) uint64 { return c.RNRNAKsSent }},
-	{"rcvd_seq_err", "PSN sequence error NAKs received (rxe rcvd_seq_err).", func(c *verbs.QPCounters) uint64 { return c.SeqNAKsRcvd }},
-	{"retry_exceeded_err", "Work requests failed after the retry count ran out (rxe retry_exceeded_err).", func(c *verbs.QPCounters) uint64 { return c.RetryExcErrs }},
-	{"retry_rnr_exceeded_err", "Work requests failed after the RNR retry count ran out (rxe retry_rnr_exceeded_err).", func(c *verbs.QPCounters) uint64 { return c.RNRRetryExcErrs }},
-	{"completer_retry_err", "Go-back-N retries started by the completer (rxe completer_retry_err).", func(c *verbs.QPCounters) uint64 { return c.CompleterRetries }},
-	{"sent_bytes", "Payload bytes sent.", func(c *verbs.QPCounters) uint64 { return c.TxBytes }},
-	{"rcvd_bytes", "Payload bytes received.", func(c *verbs.QPCounters) uint64 { return c.RxBytes }},
-	{"posted_sends", "Send work requests posted.", func(c *verbs.QPCounters) uint64 { return c.PostedSends }},
-	{"completed_sends", "Send work requests completed successfully.", func(c *verbs.QPCounters) uint64 { return c.CompletedSends }},
-	{"rdma_sends", "SEND work requests completed successfully (rxe rdma_sends).", func(c *verbs.QPCounters) uint64 { return c.RDMASends }},
-	{"completed_recvs", "Receive work requests completed successfully (what rxe counts as rdma_recvs).", func(c *verbs.QPCounters) uint64 { return c.CompletedRecvs }},
-	{"retransmits", "Request packets sent again.", func(c *verbs.QPCounters) uint64 { return c.Retransmits }},
-	{"local_ack_timeouts", "Local ACK timeouts that started a retry.", func(c *verbs.QPCounters) uint64 { return c.Timeouts }},
-	{"implicit_naks", "Retries started by a response after a gap.", func(c *verbs.QPCounters) uint64 { return c.ImplicitNAKs }},
-	{"err_naks_sent", "NAKs sent for invalid requests and access errors.", func(c *verbs.QPCounters) uint64 { return c.ErrNAKsSent }},
-	{"dropped", "Packets a QP ignored (stale, out of sequence, wrong state).", func(c *verbs.QPCounters) uint64 { return c.Dropped }},
-}
-
-// ccHelp explains mlx5's congestion counters, by their cc names.
-var ccHelp = map[string]string{
-	cc.NameNPECNMarkedRoCEPackets: "CE-marked RoCE packets received (mlx5 np_ecn_marked_roce_packets).",
-	cc.NameNPCNPSent:              "CNPs sent in answer to CE marks (mlx5 np_cnp_sent).",
-	cc.NameRPCNPHandled:           "CNPs the reaction point acted on (mlx5 rp_cnp_handled).",
-	cc.NameRPCNPIgnored:           "CNPs received by QPs whose algorithm does not react to them (mlx5 rp_cnp_ignored).",
-}
-
-// device lists the counters only a device has.
-var device = []struct {
-	name, help string
-	get        func(*verbs.Counters) uint64
-}{
-	{"no_qp", "Packets for a QP number with no QP.", func(c *verbs.Counters) uint64 { return c.NoQP }},
-	{"bad_packet", "Packets that do not decode or are not RC.", func(c *verbs.Counters) uint64 { return c.BadPacket }},
-	{"bad_pkey", "Packets with a P_Key mismatch.", func(c *verbs.Counters) uint64 { return c.BadPKey }},
-	{"no_buffer", "Packets not built for lack of a transmit buffer.", func(c *verbs.Counters) uint64 { return c.NoBuffer }},
-	{"send_err", "Packets the link did not send (rxe send_err).", func(c *verbs.Counters) uint64 { return c.TxErrors }},
-	{"cnps_rcvd", "CNPs received for an existing QP.", func(c *verbs.Counters) uint64 { return c.CNPsRcvd }},
-	{"link_downed", "Times the port's interface went down, its port from active to down (rxe link_downed).", func(c *verbs.Counters) uint64 { return c.LinkDowned }},
-}
-
 // linkCounters lists the link's own counters: the drops below the
 // transport, by reason.
 var linkCounters = []struct {
@@ -98,14 +43,17 @@ type Collector struct {
 	d    Device
 	name string
 
+	// Counters' descriptions, each in its table's order:
+	// verbs.QPCounterTable (devTransport, qpTransport), verbs.CounterTable
+	// (devOnly), cc.CounterTable (devCC, qpCC) and linkCounters (devLink).
 	devTransport []*prometheus.Desc
-	devCC        map[string]*prometheus.Desc
+	devCC        []*prometheus.Desc
 	devOnly      []*prometheus.Desc
 	devLink      []*prometheus.Desc
 	devLatency   *prometheus.Desc
 	qpLatency    *prometheus.Desc
 	qpTransport  []*prometheus.Desc
-	qpCC         map[string]*prometheus.Desc
+	qpCC         []*prometheus.Desc
 	rate, target *prometheus.Desc
 	alpha, srtt  *prometheus.Desc
 	window       *prometheus.Desc
@@ -116,23 +64,22 @@ var _ prometheus.Collector = (*Collector)(nil)
 // NewCollector returns a collector for d, whose series carry the label
 // device=name.
 func NewCollector(d Device, name string) *Collector {
-	c := &Collector{d: d, name: name, devCC: map[string]*prometheus.Desc{}, qpCC: map[string]*prometheus.Desc{}}
+	c := &Collector{d: d, name: name}
 	devL := prometheus.Labels{"device": name}
 	qpL := []string{"qpn"}
 	desc := func(sub, n, help string, vars []string) *prometheus.Desc {
 		return prometheus.NewDesc(prometheus.BuildFQName(namespace, sub, n), help, vars, devL)
 	}
-	for _, t := range transport {
-		c.devTransport = append(c.devTransport, desc("", t.name+"_total", t.help, nil))
-		c.qpTransport = append(c.qpTransport, desc("qp", t.name+"_total", t.help, qpL))
+	for _, t := range verbs.QPCounterTable {
+		c.devTransport = append(c.devTransport, desc("", t.Name+"_total", t.Help, nil))
+		c.qpTransport = append(c.qpTransport, desc("qp", t.Name+"_total", t.Help, qpL))
 	}
-	var zero cc.Counters
-	for _, n := range zero.Named() {
-		c.devCC[n.Name] = desc("", n.Name+"_total", ccHelp[n.Name], nil)
-		c.qpCC[n.Name] = desc("qp", n.Name+"_total", ccHelp[n.Name], qpL)
+	for _, t := range cc.CounterTable {
+		c.devCC = append(c.devCC, desc("", t.Name+"_total", t.Help, nil))
+		c.qpCC = append(c.qpCC, desc("qp", t.Name+"_total", t.Help, qpL))
 	}
-	for _, t := range device {
-		c.devOnly = append(c.devOnly, desc("", t.name+"_total", t.help, nil))
+	for _, t := range verbs.CounterTable {
+		c.devOnly = append(c.devOnly, desc("", t.Name+"_total", t.Help, nil))
 	}
 	for _, t := range linkCounters {
 		c.devLink = append(c.devLink, desc("", t.name+"_total", t.help, nil))
@@ -160,45 +107,28 @@ func Register(reg prometheus.Registerer, d Device, name string) (*Collector, err
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range c.devTransport {
+	for _, ds := range [][]*prometheus.Desc{c.devTransport, c.devOnly, c.devCC, c.devLink, c.qpTransport, c.qpCC} {
+		for _, d := range ds {
+			ch <- d
+		}
+	}
+	for _, d := range []*prometheus.Desc{c.devLatency, c.qpLatency, c.rate, c.target, c.alpha, c.window, c.srtt} {
 		ch <- d
 	}
-	for _, d := range c.devOnly {
-		ch <- d
-	}
-	for _, d := range c.devLink {
-		ch <- d
-	}
-	ch <- c.devLatency
-	ch <- c.qpLatency
-	for _, d := range c.qpTransport {
-		ch <- d
-	}
-	for _, d := range c.devCC {
-		ch <- d
-	}
-	for _, d := range c.qpCC {
-		ch <- d
-	}
-	ch <- c.rate
-	ch <- c.target
-	ch <- c.alpha
-	ch <- c.window
-	ch <- c.srtt
 }
 
 // Collect implements prometheus.Collector: one snapshot of the device per
 // scrape.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	dc := c.d.Counters()
-	for i, t := range transport {
-		ch <- prometheus.MustNewConstMetric(c.devTransport[i], prometheus.CounterValue, float64(t.get(&dc.Counters)))
+	for i, t := range verbs.QPCounterTable {
+		ch <- prometheus.MustNewConstMetric(c.devTransport[i], prometheus.CounterValue, float64(*t.Ptr(&dc.Counters)))
 	}
-	for i, t := range device {
-		ch <- prometheus.MustNewConstMetric(c.devOnly[i], prometheus.CounterValue, float64(t.get(&dc)))
+	for i, t := range verbs.CounterTable {
+		ch <- prometheus.MustNewConstMetric(c.devOnly[i], prometheus.CounterValue, float64(*t.Ptr(&dc)))
 	}
-	for _, n := range dc.CC.Named() {
-		ch <- prometheus.MustNewConstMetric(c.devCC[n.Name], prometheus.CounterValue, float64(n.Value))
+	for i, t := range cc.CounterTable {
+		ch <- prometheus.MustNewConstMetric(c.devCC[i], prometheus.CounterValue, float64(*t.Ptr(&dc.CC)))
 	}
 	ls := c.d.LinkStats()
 	for i, t := range linkCounters {
@@ -210,11 +140,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, s := range c.d.QPStats(nil) {
 		qpn := strconv.FormatUint(uint64(s.QPN), 10)
-		for i, t := range transport {
-			ch <- prometheus.MustNewConstMetric(c.qpTransport[i], prometheus.CounterValue, float64(t.get(&s.Counters)), qpn)
+		for i, t := range verbs.QPCounterTable {
+			ch <- prometheus.MustNewConstMetric(c.qpTransport[i], prometheus.CounterValue, float64(*t.Ptr(&s.Counters)), qpn)
 		}
-		for _, n := range s.CC.Named() {
-			ch <- prometheus.MustNewConstMetric(c.qpCC[n.Name], prometheus.CounterValue, float64(n.Value), qpn)
+		for i, t := range cc.CounterTable {
+			ch <- prometheus.MustNewConstMetric(c.qpCC[i], prometheus.CounterValue, float64(*t.Ptr(&s.CC.Counters)), qpn)
 		}
 		alg := s.CC.Kind.String()
 		ch <- prometheus.MustNewConstMetric(c.rate, prometheus.GaugeValue, float64(s.CC.Rate), qpn, alg)

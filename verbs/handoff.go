@@ -17,6 +17,12 @@ import (
 // slot's index on d.sub (a lock-free ring), wakes the owner's link Wait and
 // waits for the owner to run it. Whoever lets go of d.owner looks at d.sub
 // once more, so a request pushed just as the owner left is not stranded.
+//
+// tryOwn and letGo take and give up the engine. withEngine (control
+// calls), QueuePair.PostSend and postRecv run a call at once on a free
+// engine, else hand it over through slot and handOver. An owner runs what
+// was handed over with runHandedOver, and turns the engine with runEngine
+// (without reading the link) or receiveAndRun (reading it first).
 
 // Request kinds.
 const (
@@ -78,16 +84,16 @@ func (d *Device) initOwner() {
 // for the background goroutine.
 func (d *Device) tryOwn() bool { return !d.starting.Load() && d.owner.CompareAndSwap(0, 1) }
 
-// release lets go of the engine, first running requests that arrived
+// letGo lets go of the engine, first running requests that arrived
 // meanwhile, and tells a blocked inline waiter that the engine is free.
-func (d *Device) release() {
+func (d *Device) letGo() {
 	for {
 		d.owner.Store(0)
 		if d.sub.empty() || !d.tryOwn() {
 			break
 		}
-		d.serve()
-		d.process()
+		d.runHandedOver()
+		d.runEngine()
 	}
 	if d.waiters.Load() > 0 {
 		select {
@@ -97,9 +103,9 @@ func (d *Device) release() {
 	}
 }
 
-// serve runs the requests handed over and returns how many; the caller
-// owns the engine.
-func (d *Device) serve() int {
+// runHandedOver runs the requests handed over and returns how many; the
+// caller owns the engine.
+func (d *Device) runHandedOver() int {
 	var i uint32
 	n := 0
 	for ; d.sub.pop(&i); n++ {
@@ -126,20 +132,20 @@ func (d *Device) serve() int {
 	return n
 }
 
-// process runs the engine's timers and requesters and delivers
+// runEngine runs the engine's timers and requesters and delivers
 // completions, without reading the link; the caller owns the engine.
-func (d *Device) process() {
+func (d *Device) runEngine() {
 	if d.closed.Load() {
 		return // the link is gone, and AllocMR memory with it (unmapAll)
 	}
 	d.e.Process(d.clock())
-	d.flush()
+	d.deliverCompletions()
 }
 
-// drive feeds received packets to the engine, runs its timers and
+// receiveAndRun feeds received packets to the engine, runs its timers and
 // requesters, delivers completions and returns how many packets came in;
 // the caller owns the engine.
-func (d *Device) drive() int {
+func (d *Device) receiveAndRun() int {
 	if d.closed.Load() {
 		return 0
 	}
@@ -158,13 +164,13 @@ func (d *Device) drive() int {
 		}
 	}
 	d.e.Process(now)
-	d.flush()
+	d.deliverCompletions()
 	return got
 }
 
-// flush moves new completions from the engine's CQs to the CQs' rings,
-// where any goroutine may poll them.
-func (d *Device) flush() {
+// deliverCompletions moves new completions from the engine's CQs to the
+// CQs' rings, where any goroutine may poll them.
+func (d *Device) deliverCompletions() {
 	keep := d.dirty[:0]
 	for _, c := range d.dirty {
 		if !c.transfer() {
@@ -192,9 +198,9 @@ func (d *Device) waitTime(limit time.Duration) time.Duration {
 	return limit
 }
 
-// call hands a request to the engine's owner and waits for its result,
+// handOver hands a request to the engine's owner and waits for its result,
 // running it itself if the engine comes free meanwhile.
-func (d *Device) call(i uint32) error {
+func (d *Device) handOver(i uint32) error {
 	r := &d.reqs[i]
 	d.sub.push(&i) // cannot fail: the ring holds every slot
 	if d.wake != nil {
@@ -207,9 +213,9 @@ func (d *Device) call(i uint32) error {
 		default:
 		}
 		if d.tryOwn() {
-			d.serve()
-			d.process()
-			d.release()
+			d.runHandedOver()
+			d.runEngine()
+			d.letGo()
 			continue
 		}
 		if spin >= 16 {
@@ -236,9 +242,9 @@ func (d *Device) slot() (uint32, *request) {
 	var i uint32
 	for !d.free.pop(&i) {
 		if d.tryOwn() {
-			d.serve()
-			d.process()
-			d.release()
+			d.runHandedOver()
+			d.runEngine()
+			d.letGo()
 		} else {
 			runtime.Gosched()
 		}
@@ -246,18 +252,45 @@ func (d *Device) slot() (uint32, *request) {
 	return i, &d.reqs[i]
 }
 
-// do runs fn with the engine owned: at once if it is free, else through
-// the owner. Control calls use it; they may allocate.
-func (d *Device) do(fn func() error) error {
+// withEngine runs fn with the engine owned: at once if it is free, else
+// through the owner. Control calls use it; they may allocate.
+func (d *Device) withEngine(fn func() error) error {
 	if d.tryOwn() {
 		err := fn()
-		d.process()
-		d.release()
+		d.runEngine()
+		d.letGo()
 		return err
 	}
 	i, r := d.slot()
 	r.kind, r.fn = reqFunc, fn
-	return d.call(i)
+	return d.handOver(i)
+}
+
+// ownOrCount is one turn of a goroutine blocked in CQ.Wait or
+// GetAsyncEvent. Inline, with the engine free, it runs turn as the owner
+// and lets go (owned: look again). Otherwise the caller blocks until what
+// it waits for, d.released, its context or d.done comes; inline it is
+// first counted in d.waiters (counted), so that letGo wakes it, and takes
+// itself off with d.waiters.Add(-1) once woken.
+func (d *Device) ownOrCount(turn func() error) (owned, counted bool, err error) {
+	if d.bg.Load() {
+		return false, false, nil
+	}
+	if d.tryOwn() {
+		err := turn()
+		d.letGo()
+		return true, false, err
+	}
+	// Another goroutine drives the engine: wait for it to deliver, or to
+	// let go so this one can drive. It may have let go before it could
+	// see the count: take the engine again, so the wake is not lost.
+	d.waiters.Add(1)
+	if d.tryOwn() {
+		d.waiters.Add(-1)
+		d.letGo()
+		return true, false, nil
+	}
+	return false, true, nil
 }
 
 // loop is the background goroutine: it owns the engine until Close.
@@ -265,7 +298,7 @@ func (d *Device) loop(done chan struct{}) {
 	defer close(done)
 	idle := 0
 	for !d.closed.Load() {
-		if d.serve()+d.drive() > 0 {
+		if d.runHandedOver()+d.receiveAndRun() > 0 {
 			idle = 0
 		} else {
 			idle++
@@ -284,9 +317,9 @@ func (d *Device) loop(done chan struct{}) {
 			}
 		}
 	}
-	d.serve()
+	d.runHandedOver()
 	d.starting.Store(false) // callers after Close run their calls themselves
-	d.release()
+	d.letGo()
 }
 
 // postRecv posts wr to q's receive queue, or to srq when q is nil: at once
@@ -298,16 +331,16 @@ func (d *Device) postRecv(q *qp.QP, srq *qp.SRQ, wr *RecvWR) error {
 		if !d.closed.Load() {
 			err = engineRecv(q, srq, wr)
 		}
-		d.serve()
-		d.process()
-		d.release()
+		d.runHandedOver()
+		d.runEngine()
+		d.letGo()
 		return err
 	}
 	i, r := d.slot()
 	r.kind, r.q, r.srq = reqRecv, q, srq
 	r.sgl = append(r.sgl[:0], wr.SGL...)
 	r.recv = RecvWR{ID: wr.ID, SGL: r.sgl}
-	return d.call(i)
+	return d.handOver(i)
 }
 
 // engineRecv posts wr in the engine, to q or else to srq.
