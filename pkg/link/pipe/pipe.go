@@ -14,6 +14,7 @@ import (
 	"github.com/uroce/uroce/pkg/link"
 	"github.com/uroce/uroce/pkg/link/internal/pool"
 	"github.com/uroce/uroce/pkg/link/internal/wire"
+	"github.com/uroce/uroce/pkg/netem"
 )
 
 var _ link.Link = (*Link)(nil)
@@ -80,24 +81,25 @@ type FaultStats struct {
 
 type flight struct {
 	at   time.Time
-	seq  uint64
 	p    *link.Packet
 	hold time.Time // when the reorder stage began holding it
 	ip   int       // offset of the IP header in p.Buf
 	n    int       // IP datagram length
 }
 
+// Compare orders flights by delivery time (netem.Timed).
+func (f *flight) Compare(g *flight) int { return f.at.Compare(g.at) }
+
 // direction is one way through the pipe, owned by the pipe's mutex.
 type direction struct {
 	f       Faults
 	rng     *rand.Rand
-	q       heap // in flight, by delivery time
-	queued  int  // bytes in flight (sent, not yet received)
+	q       netem.Heap[flight, *flight] // in flight, by delivery time
+	queued  int                         // bytes in flight (sent, not yet received)
 	busy    time.Time
 	held    []flight // reorder stage
 	heldFor []int    // packets still to overtake each held one
 	stats   FaultStats
-	seq     uint64
 }
 
 type shared struct {
@@ -214,10 +216,10 @@ func (l *Link) Next() (time.Time, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	d := &s.dir[1-l.side]
-	if len(d.q) == 0 {
+	if d.q.Len() == 0 {
 		return time.Time{}, false
 	}
-	return d.q[0].at, true
+	return d.q.Peek().at, true
 }
 
 // FaultStats returns what the injector did to packets sent by this end.
@@ -411,11 +413,7 @@ func (d *direction) stage(s *shared, fl flight, now time.Time) {
 	}
 }
 
-func (d *direction) enqueue(fl flight) {
-	d.seq++
-	fl.seq = d.seq
-	d.q.push(fl)
-}
+func (d *direction) enqueue(fl flight) { d.q.Push(fl) }
 
 // releaseHeld releases held packets that have waited ReorderMaxHold.
 func (d *direction) releaseHeld(now time.Time) {
@@ -469,8 +467,8 @@ func (l *Link) Recv(pkts []*link.Packet) (int, error) {
 	now := s.now()
 	d.releaseHeld(now)
 	n := 0
-	for n < len(pkts) && len(d.q) > 0 && !d.q[0].at.After(now) {
-		fl := d.q.pop()
+	for n < len(pkts) && d.q.Len() > 0 && !d.q.Peek().at.After(now) {
+		fl := d.q.Pop()
 		d.queued -= fl.n
 		p := fl.p
 		dg := p.Buf[fl.ip : fl.ip+fl.n]
@@ -517,8 +515,8 @@ func (l *Link) Wait(timeout time.Duration) error {
 		d.releaseHeld(now)
 		var next time.Time
 		ready := false
-		if len(d.q) > 0 {
-			next = d.q[0].at
+		if d.q.Len() > 0 {
+			next = d.q.Peek().at
 			ready = !next.After(now)
 		}
 		for _, h := range d.held {
@@ -577,8 +575,8 @@ func (l *Link) Close() error {
 	l.closed = true
 	close(l.done)
 	d := &s.dir[1-l.side]
-	for len(d.q) > 0 {
-		s.put(d.q.pop().p)
+	for d.q.Len() > 0 {
+		s.put(d.q.Pop().p)
 	}
 	for _, h := range d.held {
 		s.put(h.p)
