@@ -64,8 +64,8 @@
 // CNP came in that period and down if not (DCQCNParams.AlphaPeriodic); the
 // paper preset keeps the paper's "decay after K with no CNP".
 //
-// RED is the congestion point's marking function (the switch's job), for the
-// simulator and the pipe link. The CNP's wire encoding is in cc/cnp.
+// The congestion point's marking (RED, the switch's job) is in pkg/netem.
+// The CNP's wire encoding is in cc/cnp.
 //
 // Nothing here is safe for concurrent use: the engine loop that owns a QP owns
 // its Algorithm and Pacer, and copies Stats out for readers.

@@ -11,6 +11,7 @@ import (
 	"github.com/uroce/uroce/cc/cnp"
 	"github.com/uroce/uroce/pkg/link"
 	"github.com/uroce/uroce/pkg/link/pipe"
+	"github.com/uroce/uroce/pkg/netem"
 )
 
 // sendRequestTOS is SendRequest with the IP TOS byte the packet arrived
@@ -312,7 +313,7 @@ func TestCCTwoFlowsConverge(t *testing.T) {
 	// The queue holds both flows' PSN windows (2 × 128 packets), so
 	// without congestion control it fills up rather than overflows.
 	faults := pipe.Faults{Rate: bottleneck, QueueLimit: 512 << 10, Delay: 5 * time.Microsecond,
-		ECN: &pipe.ECN{Kmin: 5 << 10, Kmax: 20 << 10, Pmax: 0.1}}
+		ECN: &netem.RED{Kmin: 5 << 10, Kmax: 20 << 10, Pmax: 0.1}}
 	type result struct {
 		bytes             []int64
 		goodput, fairness float64

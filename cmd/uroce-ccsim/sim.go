@@ -15,7 +15,7 @@ type Params struct {
 	BaseRTT  time.Duration // propagation round trip, without queueing or serialisation
 	MTU      int           // bytes per packet on the wire
 	Buffer   int           // switch port buffer, bytes
-	RED      cc.RED
+	RED      netem.RED
 	PFC      bool // pause all senders above XOff, resume below XOn
 	XOff     int
 	XOn      int
@@ -31,7 +31,7 @@ func DefaultParams() Params {
 		BaseRTT:  8 * time.Microsecond,
 		MTU:      1024,
 		Buffer:   4 << 20,
-		RED:      cc.PaperRED(),
+		RED:      netem.PaperRED(),
 		PFC:      true,
 		XOff:     1 << 20,
 		XOn:      1<<20 - 64<<10,

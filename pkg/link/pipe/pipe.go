@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/uroce/uroce/bth"
-	"github.com/uroce/uroce/cc"
 	"github.com/uroce/uroce/pkg/link"
 	"github.com/uroce/uroce/pkg/link/internal/pool"
 	"github.com/uroce/uroce/pkg/link/internal/wire"
@@ -30,11 +29,6 @@ var (
 	errShort  = errors.New("pipe: packet shorter than BTH and ICRC")
 )
 
-// ECN configures RED-style CE marking on a direction's queue, in bytes:
-// the congestion point of package cc (DCQCN §3.1), so the pipe marks as the
-// simulator's switch does.
-type ECN = cc.RED
-
 // Faults are one direction's impairments. The zero value is a perfect wire.
 type Faults struct {
 	Drop, Duplicate, Reorder, Corrupt float64
@@ -50,8 +44,9 @@ type Faults struct {
 	// QueueLimit tail-drops packets that would make the queue exceed it,
 	// in bytes; 0 means unlimited.
 	QueueLimit int
-	// ECN marks CE on the queue when set.
-	ECN *ECN
+	// ECN marks CE on the queue when set, as the simulator's switch
+	// does (DCQCN §3.1).
+	ECN *netem.RED
 }
 
 // Config configures a pipe. The zero value is usable.
@@ -432,7 +427,7 @@ func (d *direction) releaseHeld(now time.Time) {
 	}
 }
 
-func mark(r *rand.Rand, e *ECN, q int) bool {
+func mark(r *rand.Rand, e *netem.RED, q int) bool {
 	// Draw only on the ramp, so runs without marking keep their random
 	// sequence.
 	u := 0.0

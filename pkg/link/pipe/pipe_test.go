@@ -10,6 +10,7 @@ import (
 	"github.com/uroce/uroce/pkg/link"
 	"github.com/uroce/uroce/pkg/link/linktest"
 	"github.com/uroce/uroce/pkg/link/pipe"
+	"github.com/uroce/uroce/pkg/netem"
 )
 
 var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -146,7 +147,7 @@ func TestFaults(t *testing.T) {
 				t.Fatalf("received %d, corrupted %d, ICRC errors %d", len(got), fs.Corrupted, st.RxICRCErrors)
 			}
 		}},
-		{"ecn", pipe.Faults{ECN: &pipe.ECN{Kmin: 100 << 10, Kmax: 400 << 10, Pmax: 0.2}}, func(t *testing.T, got []rxPkt, fs pipe.FaultStats, st link.Stats) {
+		{"ecn", pipe.Faults{ECN: &netem.RED{Kmin: 100 << 10, Kmax: 400 << 10, Pmax: 0.2}}, func(t *testing.T, got []rxPkt, fs pipe.FaultStats, st link.Stats) {
 			// Nothing is received until all are sent, so the queue
 			// grows by one packet per send: under Kmin no mark, over
 			// Kmax every packet marked, some in between.
@@ -189,7 +190,7 @@ func TestFaults(t *testing.T) {
 }
 
 func TestECNNotECT(t *testing.T) {
-	a, b := pipe.New(pipe.Config{AtoB: pipe.Faults{ECN: &pipe.ECN{Kmin: 0, Kmax: 1, Pmax: 1}}, Manual: true})
+	a, b := pipe.New(pipe.Config{AtoB: pipe.Faults{ECN: &netem.RED{Kmin: 0, Kmax: 1, Pmax: 1}}, Manual: true})
 	send(t, a, 0, 20, 100, link.ECNNotECT)
 	for _, g := range drain(t, b) {
 		if g.ce {
@@ -274,7 +275,7 @@ func TestWait(t *testing.T) {
 func BenchmarkSendRecv(b *testing.B) {
 	for _, size := range []int{64, 1024, 4096} {
 		b.Run(byteSize(size), func(b *testing.B) {
-			l1, l2 := pipe.New(pipe.Config{MTU: 9000, AtoB: pipe.Faults{Drop: 0.01, ECN: &pipe.ECN{Kmin: 1 << 10, Kmax: 1 << 20, Pmax: 0.1}}})
+			l1, l2 := pipe.New(pipe.Config{MTU: 9000, AtoB: pipe.Faults{Drop: 0.01, ECN: &netem.RED{Kmin: 1 << 10, Kmax: 1 << 20, Pmax: 0.1}}})
 			const batch = 32
 			pk := make([]*link.Packet, batch)
 			rx := make([]*link.Packet, batch)
