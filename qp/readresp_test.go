@@ -7,7 +7,6 @@ import (
 
 	"github.com/uroce/uroce/bth"
 	"github.com/uroce/uroce/cc"
-	"github.com/uroce/uroce/pkg/link/pipe"
 	"github.com/uroce/uroce/pkg/netem"
 )
 
@@ -206,7 +205,7 @@ func (r *flowRun) readFlows() {
 // byte read arrives intact.
 func TestCCReadFlowsConverge(t *testing.T) {
 	const bottleneck = 1e9 / 8 // bytes/s
-	faults := pipe.Faults{Rate: bottleneck, QueueLimit: 512 << 10, Delay: 5 * time.Microsecond,
+	faults := netem.Faults{Rate: bottleneck, QueueLimit: 512 << 10, Delay: 5 * time.Microsecond,
 		ECN: &netem.RED{Kmin: 5 << 10, Kmax: 20 << 10, Pmax: 0.1}}
 	type result struct {
 		goodput, fairness float64

@@ -10,7 +10,7 @@
 // (RxICRCErrors) those that fail. Buffers come from one pool per pipe, so
 // after warm-up nothing is allocated per packet.
 //
-// Each direction's faults (Faults) are applied in this order, every random
+// Each direction's faults (netem.Faults) are applied in this order, every random
 // choice drawn from a math/rand/v2 PCG seeded from Config.Seed, so a run is
 // reproducible given the same calls and the same clock readings:
 //

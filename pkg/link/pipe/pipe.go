@@ -29,26 +29,6 @@ var (
 	errShort  = errors.New("pipe: packet shorter than BTH and ICRC")
 )
 
-// Faults are one direction's impairments. The zero value is a perfect wire.
-type Faults struct {
-	Drop, Duplicate, Reorder, Corrupt float64
-	// ReorderAfter is how many later packets overtake a held one; 0 means 3.
-	ReorderAfter int
-	// ReorderMaxHold bounds how long a packet is held, in pipe time; 0
-	// means 10 ms.
-	ReorderMaxHold time.Duration
-	Delay, Jitter  time.Duration
-	// Rate is the bottleneck rate in bytes/s (IP datagram bytes); 0 means
-	// no bottleneck.
-	Rate float64
-	// QueueLimit tail-drops packets that would make the queue exceed it,
-	// in bytes; 0 means unlimited.
-	QueueLimit int
-	// ECN marks CE on the queue when set, as the simulator's switch
-	// does (DCQCN §3.1).
-	ECN *netem.RED
-}
-
 // Config configures a pipe. The zero value is usable.
 type Config struct {
 	// A and B are the two ends' addresses, of one family; the zero values
@@ -59,7 +39,7 @@ type Config struct {
 	// Buffers is the pool size shared by both ends; 0 means 1024.
 	Buffers int
 	// AtoB and BtoA are the faults of each direction.
-	AtoB, BtoA Faults
+	AtoB, BtoA netem.Faults
 	// Seed seeds the fault injector.
 	Seed uint64
 	// Clock, when set, is the pipe's clock.
@@ -67,11 +47,6 @@ type Config struct {
 	// Manual, when set and Clock is not, makes the pipe's clock the time
 	// last passed to Advance (starting at the zero Time).
 	Manual bool
-}
-
-// FaultStats counts what a direction's fault injector did.
-type FaultStats struct {
-	Dropped, QueueDropped, Marked, Corrupted, Duplicated, Reordered uint64
 }
 
 type flight struct {
@@ -87,14 +62,14 @@ func (f *flight) Compare(g *flight) int { return f.at.Compare(g.at) }
 
 // direction is one way through the pipe, owned by the pipe's mutex.
 type direction struct {
-	f       Faults
+	f       netem.Faults
 	rng     *rand.Rand
 	q       netem.Heap[flight, *flight] // in flight, by delivery time
 	queued  int                         // bytes in flight (sent, not yet received)
 	busy    time.Time
 	held    []flight // reorder stage
 	heldFor []int    // packets still to overtake each held one
-	stats   FaultStats
+	stats   netem.Stats
 }
 
 type shared struct {
@@ -140,7 +115,7 @@ func New(cfg Config) (a, b *Link) {
 		cfg.Buffers = 1024
 	}
 	s := &shared{cfg: cfg}
-	for i, f := range []Faults{cfg.AtoB, cfg.BtoA} {
+	for i, f := range []netem.Faults{cfg.AtoB, cfg.BtoA} {
 		if f.ReorderAfter == 0 {
 			f.ReorderAfter = 3
 		}
@@ -218,7 +193,7 @@ func (l *Link) Next() (time.Time, bool) {
 }
 
 // FaultStats returns what the injector did to packets sent by this end.
-func (l *Link) FaultStats() FaultStats {
+func (l *Link) FaultStats() netem.Stats {
 	l.s.mu.Lock()
 	defer l.s.mu.Unlock()
 	return l.s.dir[l.side].stats
