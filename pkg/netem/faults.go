@@ -7,8 +7,8 @@ type Faults struct {
 	Drop, Duplicate, Reorder, Corrupt float64
 	// ReorderAfter is how many later packets overtake a held one; 0 means 3.
 	ReorderAfter int
-	// ReorderMaxHold bounds how long a packet is held, in pipe time; 0
-	// means 10 ms.
+	// ReorderMaxHold bounds how long a packet is held, on the path's
+	// clock; 0 means 10 ms.
 	ReorderMaxHold time.Duration
 	Delay, Jitter  time.Duration
 	// Rate is the bottleneck rate in bytes/s (IP datagram bytes); 0 means
@@ -22,7 +22,7 @@ type Faults struct {
 	ECN *RED
 }
 
-// Stats counts what a direction's fault injector did.
+// Stats counts what a Path did to the packets sent through it.
 type Stats struct {
 	Dropped, QueueDropped, Marked, Corrupted, Duplicated, Reordered uint64
 }
