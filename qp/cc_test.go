@@ -10,7 +10,7 @@ import (
 	"github.com/uroce/uroce/cc"
 	"github.com/uroce/uroce/cc/cnp"
 	"github.com/uroce/uroce/pkg/link"
-	"github.com/uroce/uroce/pkg/link/pipe"
+	"github.com/uroce/uroce/pkg/netem"
 )
 
 // sendRequestTOS is SendRequest with the IP TOS byte the packet arrived
@@ -179,7 +179,7 @@ type flowRun struct {
 
 const flowArea = 128 << 10
 
-func newFlowRun(t *testing.T, nflows int, faults pipe.Faults, cfg *cc.Config, seed uint64) *flowRun {
+func newFlowRun(t *testing.T, nflows int, faults netem.Faults, cfg *cc.Config, seed uint64) *flowRun {
 	pc := pairConfig{mtu: 1024, retry: 7, rnrRetry: 7, mem: nflows * flowArea, faults: faults, seed: seed, timeout: 14, rdAtomic: 16}
 	p := newPair(t, pc)
 	r := &flowRun{p: p}
@@ -311,8 +311,8 @@ func TestCCTwoFlowsConverge(t *testing.T) {
 	const bottleneck = 1e9 / 8 // bytes/s
 	// The queue holds both flows' PSN windows (2 × 128 packets), so
 	// without congestion control it fills up rather than overflows.
-	faults := pipe.Faults{Rate: bottleneck, QueueLimit: 512 << 10, Delay: 5 * time.Microsecond,
-		ECN: &pipe.ECN{Kmin: 5 << 10, Kmax: 20 << 10, Pmax: 0.1}}
+	faults := netem.Faults{Rate: bottleneck, QueueLimit: 512 << 10, Delay: 5 * time.Microsecond,
+		ECN: &netem.RED{Kmin: 5 << 10, Kmax: 20 << 10, Pmax: 0.1}}
 	type result struct {
 		bytes             []int64
 		goodput, fairness float64
@@ -390,7 +390,7 @@ func TestPacing(t *testing.T) {
 	for _, drop := range []float64{0, 0.02} {
 		t.Run(fmt.Sprint(drop), func(t *testing.T) {
 			cfg := cc.DefaultConfig(cc.KindDCQCN, rate)
-			r := newFlowRun(t, 1, pipe.Faults{Drop: drop, Delay: 10 * time.Microsecond}, &cfg, 3)
+			r := newFlowRun(t, 1, netem.Faults{Drop: drop, Delay: 10 * time.Microsecond}, &cfg, 3)
 			start := r.p.now
 			worst := math.Inf(-1)
 			until := start.Add(20 * time.Millisecond)

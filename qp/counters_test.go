@@ -6,14 +6,14 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/uroce/uroce/pkg/link/pipe"
+	"github.com/uroce/uroce/pkg/netem"
 )
 
 // TestRDMASends checks rxe's rdma_sends: SEND and SEND with immediate WRs
 // completed, whether signaled or not, and no other opcode; the receiver's
 // CompletedRecvs (rdma_recvs) matches them.
 func TestRDMASends(t *testing.T) {
-	p := newPair(t, pairConfig{mtu: 1024, faults: pipe.Faults{Drop: 0.05}, seed: 11, retry: 7, timeout: 8})
+	p := newPair(t, pairConfig{mtu: 1024, faults: netem.Faults{Drop: 0.05}, seed: 11, retry: 7, timeout: 8})
 	ops := []WROpcode{WRSend, WRWrite, WRSendWithImm, WRRead, WRSend, WRWriteWithImm, WRFetchAdd, WRSend}
 	sends, recvs := uint64(0), uint64(0)
 	for i, op := range ops {

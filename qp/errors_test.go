@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/uroce/uroce/pkg/link/pipe"
+	"github.com/uroce/uroce/pkg/netem"
 )
 
 func pollAll(s *side, cq *CQ) []Completion {
@@ -137,7 +137,7 @@ func TestRNR(t *testing.T) {
 // TestPeerGone: with every packet lost, the WR fails after retry_cnt
 // retries with WCRetryExcErr and the rest are flushed.
 func TestPeerGone(t *testing.T) {
-	p := newPair(t, pairConfig{mtu: 1024, retry: 3, rnrRetry: 7, faults: pipe.Faults{Drop: 1}})
+	p := newPair(t, pairConfig{mtu: 1024, retry: 3, rnrRetry: 7, faults: netem.Faults{Drop: 1}})
 	start := p.now
 	for i := range 3 {
 		if err := p.a.qp.PostSend(&SendWR{ID: uint64(i), Opcode: WRWrite, SGL: []SGE{p.a.sge(0, 10)}, RemoteAddr: memBase, RKey: p.b.mr.RKey}); err != nil {

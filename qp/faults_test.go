@@ -8,20 +8,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/uroce/uroce/pkg/link/pipe"
+	"github.com/uroce/uroce/pkg/netem"
 )
 
 var faultCases = []struct {
 	name string
-	f    pipe.Faults
+	f    netem.Faults
 }{
-	{"loss1", pipe.Faults{Drop: 0.01}},
-	{"loss10", pipe.Faults{Drop: 0.10}},
-	{"duplicate", pipe.Faults{Duplicate: 0.10}},
-	{"reorder", pipe.Faults{Reorder: 0.10, Delay: 10 * time.Microsecond, Jitter: 30 * time.Microsecond}},
-	{"corrupt", pipe.Faults{Corrupt: 0.05}},
-	{"longdelay", pipe.Faults{Delay: 30 * time.Millisecond, Jitter: 40 * time.Millisecond}},
-	{"everything", pipe.Faults{Drop: 0.05, Duplicate: 0.05, Reorder: 0.05, Corrupt: 0.02, Delay: 5 * time.Microsecond, Jitter: 50 * time.Microsecond}},
+	{"loss1", netem.Faults{Drop: 0.01}},
+	{"loss10", netem.Faults{Drop: 0.10}},
+	{"duplicate", netem.Faults{Duplicate: 0.10}},
+	{"reorder", netem.Faults{Reorder: 0.10, Delay: 10 * time.Microsecond, Jitter: 30 * time.Microsecond}},
+	{"corrupt", netem.Faults{Corrupt: 0.05}},
+	{"longdelay", netem.Faults{Delay: 30 * time.Millisecond, Jitter: 40 * time.Millisecond}},
+	{"everything", netem.Faults{Drop: 0.05, Duplicate: 0.05, Reorder: 0.05, Corrupt: 0.02, Delay: 5 * time.Microsecond, Jitter: 50 * time.Microsecond}},
 }
 
 // plannedWR is one random work request and what it should do.
@@ -56,7 +56,7 @@ func TestFaultProperties(t *testing.T) {
 	}
 }
 
-func runRandomSequence(t *testing.T, f pipe.Faults, seed uint64) {
+func runRandomSequence(t *testing.T, f netem.Faults, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	mtus := []int{256, 512, 1024, 2048, 4096}
 	mtu := mtus[rng.IntN(len(mtus))]

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/uroce/uroce/pkg/hist"
-	"github.com/uroce/uroce/pkg/link/pipe"
+	"github.com/uroce/uroce/pkg/netem"
 )
 
 // TestLatency: over a pipe with a fixed one-way delay and a fake clock, a
@@ -29,7 +29,7 @@ func TestLatency(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := newPair(t, pairConfig{mtu: 1024, faults: pipe.Faults{Delay: delay}, retry: 7})
+			p := newPair(t, pairConfig{mtu: 1024, faults: netem.Faults{Delay: delay}, retry: 7})
 			wr := tt.wr
 			wr.ID = 9
 			wr.SGL = []SGE{p.a.sge(0, 64)}
@@ -80,7 +80,7 @@ func TestLatency(t *testing.T) {
 // at least a retransmission's wait more.
 func TestLatencyMany(t *testing.T) {
 	const delay = 10 * time.Microsecond
-	p := newPair(t, pairConfig{mtu: 1024, faults: pipe.Faults{Delay: delay, Drop: 0.05}, seed: 3, retry: 7, timeout: 8})
+	p := newPair(t, pairConfig{mtu: 1024, faults: netem.Faults{Delay: delay, Drop: 0.05}, seed: 3, retry: 7, timeout: 8})
 	const n = 400
 	posted := 0
 	for posted < n || p.a.qp.sq.head != p.a.qp.sq.tail {

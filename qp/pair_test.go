@@ -7,6 +7,7 @@ import (
 
 	"github.com/uroce/uroce/pkg/link"
 	"github.com/uroce/uroce/pkg/link/pipe"
+	"github.com/uroce/uroce/pkg/netem"
 )
 
 // side is one end of a pair: an engine over one end of a pipe link.
@@ -31,7 +32,7 @@ type pair struct {
 
 type pairConfig struct {
 	mtu      int
-	faults   pipe.Faults
+	faults   netem.Faults
 	seed     uint64
 	mem      int
 	sendWR   int

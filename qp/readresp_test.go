@@ -7,7 +7,7 @@ import (
 
 	"github.com/uroce/uroce/bth"
 	"github.com/uroce/uroce/cc"
-	"github.com/uroce/uroce/pkg/link/pipe"
+	"github.com/uroce/uroce/pkg/netem"
 )
 
 // respPkt is one packet the responder sent and when.
@@ -205,8 +205,8 @@ func (r *flowRun) readFlows() {
 // byte read arrives intact.
 func TestCCReadFlowsConverge(t *testing.T) {
 	const bottleneck = 1e9 / 8 // bytes/s
-	faults := pipe.Faults{Rate: bottleneck, QueueLimit: 512 << 10, Delay: 5 * time.Microsecond,
-		ECN: &pipe.ECN{Kmin: 5 << 10, Kmax: 20 << 10, Pmax: 0.1}}
+	faults := netem.Faults{Rate: bottleneck, QueueLimit: 512 << 10, Delay: 5 * time.Microsecond,
+		ECN: &netem.RED{Kmin: 5 << 10, Kmax: 20 << 10, Pmax: 0.1}}
 	type result struct {
 		goodput, fairness float64
 		queue             float64 // bytes

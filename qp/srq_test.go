@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/uroce/uroce/bth"
-	"github.com/uroce/uroce/pkg/link/pipe"
+	"github.com/uroce/uroce/pkg/netem"
 )
 
 // srqPair is two engines over a seeded pipe with n RC QP pairs; b's QPs
@@ -86,7 +86,7 @@ func TestSRQManyQPs(t *testing.T) {
 	for _, seed := range []uint64{1, 2, 3} {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			const nqp, per = 8, 40
-			f := pipe.Faults{Drop: 0.02, Duplicate: 0.02, Reorder: 0.02}
+			f := netem.Faults{Drop: 0.02, Duplicate: 0.02, Reorder: 0.02}
 			sp := newSRQPair(t, nqp, 512, 0, pairConfig{mtu: 1024, seed: seed, faults: f})
 			p := sp.p
 			sp.postSRQ(t, 0, nqp*per)
@@ -275,7 +275,7 @@ func TestSRQErrors(t *testing.T) {
 func TestUDProperty(t *testing.T) {
 	for _, seed := range []uint64{1, 2, 3, 4} {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			f := pipe.Faults{Drop: 0.05, Duplicate: 0.05, Reorder: 0.05, Corrupt: 0.02}
+			f := netem.Faults{Drop: 0.05, Duplicate: 0.05, Reorder: 0.05, Corrupt: 0.02}
 			p := newUDPair(t, udConfig{qkey: 0x1234, seed: seed, faults: f})
 			a, b := p.a, p.b
 			rng := rand.New(rand.NewPCG(seed, 99))

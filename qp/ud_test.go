@@ -12,6 +12,7 @@ import (
 	"github.com/uroce/uroce/internal/pcapfile"
 	"github.com/uroce/uroce/pkg/link"
 	"github.com/uroce/uroce/pkg/link/pipe"
+	"github.com/uroce/uroce/pkg/netem"
 )
 
 // udSide is one end of a datagram test: an engine over a pipe end with
@@ -34,7 +35,7 @@ type udPair struct {
 
 type udConfig struct {
 	a, b   netip.Addr
-	faults pipe.Faults
+	faults netem.Faults
 	seed   uint64
 	typ    QPType
 	qkey   uint32

@@ -7,6 +7,7 @@ import (
 
 	"github.com/uroce/uroce/cc"
 	"github.com/uroce/uroce/pkg/link/pipe"
+	"github.com/uroce/uroce/pkg/netem"
 	"github.com/uroce/uroce/verbs"
 )
 
@@ -14,7 +15,7 @@ import (
 // default, and its counters and rate show through CCStats, QPStats and the
 // device's Counters.
 func TestCC(t *testing.T) {
-	la, lb := pipe.New(pipe.Config{Seed: 1, AtoB: pipe.Faults{Rate: 10e6, ECN: &pipe.ECN{Kmin: 0, Kmax: 0}}})
+	la, lb := pipe.New(pipe.Config{Seed: 1, AtoB: netem.Faults{Rate: 10e6, ECN: &netem.RED{Kmin: 0, Kmax: 0}}})
 	da, db := verbs.Open(la), verbs.Open(lb)
 	t.Cleanup(func() { da.Close(); db.Close() })
 	if err := da.SetCC(cc.Config{Kind: 99}); err == nil {

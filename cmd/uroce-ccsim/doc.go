@@ -5,7 +5,7 @@
 //
 // The model: each sender's NIC serialises packets at the link rate; the
 // switch port drains at the link rate with a finite buffer, RED/ECN marking
-// (cc.RED) on enqueue and optional PFC pause above a threshold; the receiver
+// (netem.RED) on enqueue and optional PFC pause above a threshold; the receiver
 // acknowledges every packet and runs the notification point, sending CNPs
 // back. ACKs, CNPs and pause frames return over an uncongested path.
 // Runs are deterministic for a seed.

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"math/rand/v2"
 	"time"
 
 	"github.com/uroce/uroce/cc"
+	"github.com/uroce/uroce/pkg/netem"
 )
 
 // Params describe the network.
@@ -13,7 +15,7 @@ type Params struct {
 	BaseRTT  time.Duration // propagation round trip, without queueing or serialisation
 	MTU      int           // bytes per packet on the wire
 	Buffer   int           // switch port buffer, bytes
-	RED      cc.RED
+	RED      netem.RED
 	PFC      bool // pause all senders above XOff, resume below XOn
 	XOff     int
 	XOn      int
@@ -29,7 +31,7 @@ func DefaultParams() Params {
 		BaseRTT:  8 * time.Microsecond,
 		MTU:      1024,
 		Buffer:   4 << 20,
-		RED:      cc.PaperRED(),
+		RED:      netem.PaperRED(),
 		PFC:      true,
 		XOff:     1 << 20,
 		XOn:      1<<20 - 64<<10,
@@ -60,7 +62,6 @@ const (
 
 type event struct {
 	at   int64 // ns
-	seq  uint64
 	kind evKind
 	flow int32
 	gen  uint32
@@ -74,53 +75,9 @@ type packet struct {
 	flag bool // evPause: pause (true) or resume
 }
 
-// eventQueue is a binary min-heap on (at, seq): seq makes ties
-// deterministic. Hand-written so pushing does not box events.
-type eventQueue []event
-
-func (q eventQueue) less(i, j int) bool {
-	if q[i].at != q[j].at {
-		return q[i].at < q[j].at
-	}
-	return q[i].seq < q[j].seq
-}
-
-func (q *eventQueue) push(e event) {
-	*q = append(*q, e)
-	h := *q
-	for i := len(h) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !h.less(i, p) {
-			break
-		}
-		h[i], h[p] = h[p], h[i]
-		i = p
-	}
-}
-
-func (q *eventQueue) pop() event {
-	h := *q
-	e := h[0]
-	n := len(h) - 1
-	h[0] = h[n]
-	h = h[:n]
-	for i := 0; ; {
-		l, r, m := 2*i+1, 2*i+2, i
-		if l < n && h.less(l, m) {
-			m = l
-		}
-		if r < n && h.less(r, m) {
-			m = r
-		}
-		if m == i {
-			break
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
-	}
-	*q = h
-	return e
-}
+// Compare orders events by time (netem.Timed); netem.Heap breaks ties by
+// scheduling order, which keeps runs deterministic.
+func (e *event) Compare(f *event) int { return cmp.Compare(e.at, f.at) }
 
 type sender struct {
 	spec     FlowSpec
@@ -148,8 +105,7 @@ type Sim struct {
 	cfg   cc.Config
 	epoch time.Time
 	now   int64
-	seq   uint64
-	q     eventQueue
+	q     netem.Heap[event, *event]
 	rng   *rand.Rand
 	snd   []sender
 
@@ -209,11 +165,7 @@ func NewSim(p Params, cfg cc.Config, flows []FlowSpec) *Sim {
 	return s
 }
 
-func (s *Sim) schedule(e event) {
-	s.seq++
-	e.seq = s.seq
-	s.q.push(e)
-}
+func (s *Sim) schedule(e event) { s.q.Push(e) }
 
 func (s *Sim) t(ns int64) time.Time { return s.epoch.Add(time.Duration(ns)) }
 
@@ -226,8 +178,8 @@ func (s *Sim) tx(n int) int64 { return int64(s.p.LinkRate.TxTime(n)) }
 // Run simulates until d.
 func (s *Sim) Run(d time.Duration) *Record {
 	end := int64(d)
-	for len(s.q) > 0 {
-		e := s.q.pop()
+	for s.q.Len() > 0 {
+		e := s.q.Pop()
 		if e.at > end {
 			break
 		}

@@ -122,26 +122,6 @@ func TestDeterministic(t *testing.T) {
 	}
 }
 
-func TestEventQueueOrder(t *testing.T) {
-	var q eventQueue
-	for i, at := range []int64{5, 1, 3, 1, 9, 0, 3} {
-		q.push(event{at: at, seq: uint64(i)})
-	}
-	var got []int64
-	last := event{at: -1}
-	for len(q) > 0 {
-		e := q.pop()
-		if e.at < last.at || (e.at == last.at && e.seq < last.seq) {
-			t.Fatalf("out of order: %+v after %+v", e, last)
-		}
-		last = e
-		got = append(got, e.at)
-	}
-	if !reflect.DeepEqual(got, []int64{0, 1, 1, 3, 3, 5, 9}) {
-		t.Fatalf("order %v", got)
-	}
-}
-
 func TestJain(t *testing.T) {
 	for _, tt := range []struct {
 		xs   []float64

@@ -13,6 +13,7 @@ import (
 
 	"github.com/uroce/uroce/cc"
 	"github.com/uroce/uroce/pkg/link/pipe"
+	"github.com/uroce/uroce/pkg/netem"
 	"github.com/uroce/uroce/verbs"
 	"github.com/uroce/uroce/verbs/metrics"
 )
@@ -20,7 +21,7 @@ import (
 // connected returns two devices over a pipe whose A-to-B direction marks
 // every queued packet CE, with one connected QP each running DCQCN.
 func connected(t *testing.T) (da, db *verbs.Device, qa, qb *verbs.QueuePair, cq *verbs.CQ, src, dst *verbs.MR) {
-	la, lb := pipe.New(pipe.Config{Seed: 1, AtoB: pipe.Faults{Rate: 10e6, ECN: &pipe.ECN{}}})
+	la, lb := pipe.New(pipe.Config{Seed: 1, AtoB: netem.Faults{Rate: 10e6, ECN: &netem.RED{}}})
 	da, db = verbs.Open(la), verbs.Open(lb)
 	t.Cleanup(func() { da.Close(); db.Close() })
 	dcqcn := cc.DefaultConfig(cc.KindDCQCN, cc.Gbps)

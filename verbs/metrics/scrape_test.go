@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/uroce/uroce/pkg/link/pipe"
+	"github.com/uroce/uroce/pkg/netem"
 	"github.com/uroce/uroce/verbs"
 	"github.com/uroce/uroce/verbs/metrics"
 )
@@ -75,8 +76,8 @@ func TestScrapeLossyRun(t *testing.T) {
 	now := time.Unix(1e6, 0)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	la, lb := pipe.New(pipe.Config{Seed: 7, Clock: clock,
-		AtoB: pipe.Faults{Drop: 0.05, Delay: 10 * time.Microsecond},
-		BtoA: pipe.Faults{Drop: 0.02, Delay: 10 * time.Microsecond}})
+		AtoB: netem.Faults{Drop: 0.05, Delay: 10 * time.Microsecond},
+		BtoA: netem.Faults{Drop: 0.02, Delay: 10 * time.Microsecond}})
 	da, db := verbs.Open(la), verbs.Open(lb)
 	t.Cleanup(func() { da.Close(); db.Close() })
 	da.SetClock(clock)

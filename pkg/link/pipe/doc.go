@@ -10,26 +10,16 @@
 // (RxICRCErrors) those that fail. Buffers come from one pool per pipe, so
 // after warm-up nothing is allocated per packet.
 //
-// Each direction's faults (Faults) are applied in this order, every random
-// choice drawn from a math/rand/v2 PCG seeded from Config.Seed, so a run is
-// reproducible given the same calls and the same clock readings:
-//
-//  1. drop with probability Drop;
-//  2. the bottleneck: with Rate set the packet leaves after those already
-//     queued (serialisation at Rate bytes/s); the queue is the backlog of
-//     bytes not yet serialised, or, without Rate, the bytes sent but not yet
-//     received by the peer. Over QueueLimit it is tail-dropped. An
-//     ECN-capable packet (ECT(0) or ECT(1)) is marked CE with the RED ramp
-//     p = Pmax·(q−Kmin)/(Kmax−Kmin) between Kmin and Kmax and always above
-//     Kmax; a not-ECT packet is never marked nor dropped by this stage;
-//  3. delay: Delay plus a uniform Jitter (jitter may reorder);
-//  4. corrupt with probability Corrupt: one random bit of the RoCE packet
-//     is flipped after the ICRC was computed (never a bit the ICRC masks),
-//     so the receiver's ICRC check drops it;
-//  5. duplicate with probability Duplicate (a copy in a second buffer);
-//  6. reorder with probability Reorder: the packet is held back and released
-//     after ReorderAfter later packets of the same direction have been
-//     enqueued, or after ReorderMaxHold of pipe time, whichever is first.
+// Each direction carries its packets through a netem.Path with that
+// direction's faults (Config.AtoB, Config.BtoA): loss, a bottleneck queue
+// with RED marking, delay and jitter, corruption, duplication and
+// reordering, in the order netem.Path gives, every random choice drawn from
+// a math/rand/v2 PCG seeded from Config.Seed, so a run is reproducible
+// given the same calls and the same clock readings. The pipe applies what
+// the path draws to the packet's bytes: CE in the IP header (masked by the
+// ICRC, so it stays valid, as a switch marks); one flipped bit that the
+// ICRC covers (never BTH resv8a), so the receiver's check drops it; a copy
+// in a second buffer from the pool.
 //
 // Time. A pipe's clock is, in order of preference, Config.Clock (a function
 // the caller controls, e.g. the engine test's fake clock), the time last

@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/uroce/uroce/bth"
-	"github.com/uroce/uroce/cc"
 	"github.com/uroce/uroce/pkg/link"
 	"github.com/uroce/uroce/pkg/link/internal/pool"
 	"github.com/uroce/uroce/pkg/link/internal/wire"
+	"github.com/uroce/uroce/pkg/netem"
 )
 
 var _ link.Link = (*Link)(nil)
@@ -29,30 +29,6 @@ var (
 	errShort  = errors.New("pipe: packet shorter than BTH and ICRC")
 )
 
-// ECN configures RED-style CE marking on a direction's queue, in bytes:
-// the congestion point of package cc (DCQCN §3.1), so the pipe marks as the
-// simulator's switch does.
-type ECN = cc.RED
-
-// Faults are one direction's impairments. The zero value is a perfect wire.
-type Faults struct {
-	Drop, Duplicate, Reorder, Corrupt float64
-	// ReorderAfter is how many later packets overtake a held one; 0 means 3.
-	ReorderAfter int
-	// ReorderMaxHold bounds how long a packet is held, in pipe time; 0
-	// means 10 ms.
-	ReorderMaxHold time.Duration
-	Delay, Jitter  time.Duration
-	// Rate is the bottleneck rate in bytes/s (IP datagram bytes); 0 means
-	// no bottleneck.
-	Rate float64
-	// QueueLimit tail-drops packets that would make the queue exceed it,
-	// in bytes; 0 means unlimited.
-	QueueLimit int
-	// ECN marks CE on the queue when set.
-	ECN *ECN
-}
-
 // Config configures a pipe. The zero value is usable.
 type Config struct {
 	// A and B are the two ends' addresses, of one family; the zero values
@@ -63,7 +39,7 @@ type Config struct {
 	// Buffers is the pool size shared by both ends; 0 means 1024.
 	Buffers int
 	// AtoB and BtoA are the faults of each direction.
-	AtoB, BtoA Faults
+	AtoB, BtoA netem.Faults
 	// Seed seeds the fault injector.
 	Seed uint64
 	// Clock, when set, is the pipe's clock.
@@ -73,40 +49,13 @@ type Config struct {
 	Manual bool
 }
 
-// FaultStats counts what a direction's fault injector did.
-type FaultStats struct {
-	Dropped, QueueDropped, Marked, Corrupted, Duplicated, Reordered uint64
-}
-
-type flight struct {
-	at   time.Time
-	seq  uint64
-	p    *link.Packet
-	hold time.Time // when the reorder stage began holding it
-	ip   int       // offset of the IP header in p.Buf
-	n    int       // IP datagram length
-}
-
-// direction is one way through the pipe, owned by the pipe's mutex.
-type direction struct {
-	f       Faults
-	rng     *rand.Rand
-	q       heap // in flight, by delivery time
-	queued  int  // bytes in flight (sent, not yet received)
-	busy    time.Time
-	held    []flight // reorder stage
-	heldFor []int    // packets still to overtake each held one
-	stats   FaultStats
-	seq     uint64
-}
-
 type shared struct {
 	mu      sync.Mutex
 	cfg     Config
 	pool    *pool.Pool // guarded by mu: both ends allocate from it
 	bufSize int
 	manual  time.Time
-	dir     [2]direction // 0: A to B, 1: B to A
+	dir     [2]*netem.Path[flight] // 0: A to B, 1: B to A
 	ends    [2]*Link
 }
 
@@ -143,14 +92,8 @@ func New(cfg Config) (a, b *Link) {
 		cfg.Buffers = 1024
 	}
 	s := &shared{cfg: cfg}
-	for i, f := range []Faults{cfg.AtoB, cfg.BtoA} {
-		if f.ReorderAfter == 0 {
-			f.ReorderAfter = 3
-		}
-		if f.ReorderMaxHold == 0 {
-			f.ReorderMaxHold = 10 * time.Millisecond
-		}
-		s.dir[i] = direction{f: f, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(i)+0x9e3779b97f4a7c15))}
+	for i, f := range []netem.Faults{cfg.AtoB, cfg.BtoA} {
+		s.dir[i] = netem.NewPath[flight](f, rand.New(rand.NewPCG(cfg.Seed, uint64(i)+0x9e3779b97f4a7c15)))
 	}
 	// Room for headroom, the largest datagram's payload and rounding.
 	s.bufSize = link.Headroom + cfg.MTU
@@ -213,18 +156,14 @@ func (l *Link) Next() (time.Time, bool) {
 	s := l.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	d := &s.dir[1-l.side]
-	if len(d.q) == 0 {
-		return time.Time{}, false
-	}
-	return d.q[0].at, true
+	return s.dir[1-l.side].Next()
 }
 
 // FaultStats returns what the injector did to packets sent by this end.
-func (l *Link) FaultStats() FaultStats {
+func (l *Link) FaultStats() netem.Stats {
 	l.s.mu.Lock()
 	defer l.s.mu.Unlock()
-	return l.s.dir[l.side].stats
+	return l.s.dir[l.side].Stats()
 }
 
 // Alloc implements link.Link.
@@ -273,7 +212,7 @@ func (l *Link) send(pkts []*link.Packet) (int, error) {
 	}
 	sent := 0
 	now := s.now()
-	d := &s.dir[l.side]
+	d := s.dir[l.side]
 	peer := s.ends[1-l.side]
 	for i, p := range pkts {
 		if l.closed {
@@ -313,148 +252,9 @@ func (l *Link) send(pkts []*link.Packet) (int, error) {
 			s.put(p)
 			continue
 		}
-		d.stage(s, flight{p: p, ip: ip, n: end - ip}, now)
+		d.Send(now, flight{p: p, ip: ip, n: end - ip, pool: s.pool})
 	}
 	return sent, firstErr
-}
-
-// stage runs one packet through the direction's faults.
-func (d *direction) stage(s *shared, fl flight, now time.Time) {
-	f := &d.f
-	if f.Drop > 0 && d.rng.Float64() < f.Drop {
-		d.stats.Dropped++
-		s.put(fl.p)
-		return
-	}
-	// Bottleneck queue and ECN.
-	q := d.queued
-	start := now
-	if f.Rate > 0 {
-		q = 0
-		if d.busy.After(now) {
-			q = int(d.busy.Sub(now).Seconds() * f.Rate)
-			start = d.busy
-		}
-	}
-	if f.QueueLimit > 0 && q+fl.n > f.QueueLimit {
-		d.stats.QueueDropped++
-		s.put(fl.p)
-		return
-	}
-	if e := f.ECN; e != nil {
-		ipb := fl.p.Buf[fl.ip:]
-		var tos uint8
-		if ipb[0]>>4 == 4 {
-			tos = bth.IPv4(ipb).TOS()
-		} else {
-			tos = bth.IPv6(ipb).TrafficClass()
-		}
-		if tos&3 != link.ECNNotECT && mark(d.rng, e, q) {
-			d.stats.Marked++
-			// TOS and traffic class are masked by the ICRC: marking
-			// in flight leaves it valid, as a switch does.
-			if ipb[0]>>4 == 4 {
-				bth.IPv4(ipb).SetTOS(tos | link.ECNCE)
-			} else {
-				bth.IPv6(ipb).SetTrafficClass(tos | link.ECNCE)
-			}
-		}
-	}
-	depart := start
-	if f.Rate > 0 {
-		depart = start.Add(time.Duration(float64(fl.n) / f.Rate * float64(time.Second)))
-		d.busy = depart
-	}
-	fl.at = depart.Add(f.Delay)
-	if f.Jitter > 0 {
-		fl.at = fl.at.Add(time.Duration(d.rng.Int64N(int64(f.Jitter))))
-	}
-	if f.Corrupt > 0 && d.rng.Float64() < f.Corrupt {
-		d.stats.Corrupted++
-		corrupt(d.rng, fl.p)
-	}
-	var dup *link.Packet
-	if f.Duplicate > 0 && d.rng.Float64() < f.Duplicate && s.pool.Len() > 0 {
-		dup = s.pool.Get()
-		copy(dup.Buf, fl.p.Buf[:fl.ip+fl.n])
-		d.stats.Duplicated++
-	}
-	d.queued += fl.n
-	// Packets already held are overtaken by this one.
-	for i := 0; i < len(d.held); {
-		d.heldFor[i]--
-		if d.heldFor[i] <= 0 {
-			h := d.held[i]
-			if h.at.Before(fl.at) {
-				h.at = fl.at
-			}
-			d.enqueue(h)
-			d.held = append(d.held[:i], d.held[i+1:]...)
-			d.heldFor = append(d.heldFor[:i], d.heldFor[i+1:]...)
-			continue
-		}
-		i++
-	}
-	if f.Reorder > 0 && d.rng.Float64() < f.Reorder {
-		d.stats.Reordered++
-		fl.hold = now
-		d.held = append(d.held, fl)
-		d.heldFor = append(d.heldFor, f.ReorderAfter)
-	} else {
-		d.enqueue(fl)
-	}
-	if dup != nil {
-		fl2 := fl
-		fl2.p = dup
-		d.queued += fl2.n
-		d.enqueue(fl2)
-	}
-}
-
-func (d *direction) enqueue(fl flight) {
-	d.seq++
-	fl.seq = d.seq
-	d.q.push(fl)
-}
-
-// releaseHeld releases held packets that have waited ReorderMaxHold.
-func (d *direction) releaseHeld(now time.Time) {
-	for i := 0; i < len(d.held); {
-		h := d.held[i]
-		if t := h.hold.Add(d.f.ReorderMaxHold); !now.Before(t) {
-			if h.at.Before(t) {
-				h.at = t
-			}
-			d.held = append(d.held[:i], d.held[i+1:]...)
-			d.heldFor = append(d.heldFor[:i], d.heldFor[i+1:]...)
-			d.enqueue(h)
-			continue
-		}
-		i++
-	}
-}
-
-func mark(r *rand.Rand, e *ECN, q int) bool {
-	// Draw only on the ramp, so runs without marking keep their random
-	// sequence.
-	u := 0.0
-	if q > e.Kmin && q <= e.Kmax {
-		u = r.Float64()
-	}
-	return e.Mark(q, u)
-}
-
-// corrupt flips one bit of the RoCE packet that the ICRC covers: any bit
-// but those of BTH byte 4 (resv8a, masked).
-func corrupt(r *rand.Rand, p *link.Packet) {
-	for {
-		bit := r.IntN(p.Len * 8)
-		if bit/8 == 4 {
-			continue
-		}
-		p.Buf[p.Off+bit/8] ^= 1 << (bit % 8)
-		return
-	}
 }
 
 // Recv implements link.Link.
@@ -465,13 +265,15 @@ func (l *Link) Recv(pkts []*link.Packet) (int, error) {
 	if l.closed {
 		return 0, errClosed
 	}
-	d := &s.dir[1-l.side]
+	d := s.dir[1-l.side]
 	now := s.now()
-	d.releaseHeld(now)
+	d.ReleaseHeld(now)
 	n := 0
-	for n < len(pkts) && len(d.q) > 0 && !d.q[0].at.After(now) {
-		fl := d.q.pop()
-		d.queued -= fl.n
+	for n < len(pkts) {
+		fl, ok := d.Deliver(now)
+		if !ok {
+			break
+		}
 		p := fl.p
 		dg := p.Buf[fl.ip : fl.ip+fl.n]
 		if err := wire.Parse(dg, &l.g); err != nil || l.g.Dst != l.addr {
@@ -512,20 +314,10 @@ func (l *Link) Wait(timeout time.Duration) error {
 			s.mu.Unlock()
 			return errClosed
 		}
-		d := &s.dir[1-l.side]
+		d := s.dir[1-l.side]
 		now := s.now()
-		d.releaseHeld(now)
-		var next time.Time
-		ready := false
-		if len(d.q) > 0 {
-			next = d.q[0].at
-			ready = !next.After(now)
-		}
-		for _, h := range d.held {
-			if t := h.hold.Add(d.f.ReorderMaxHold); next.IsZero() || t.Before(next) {
-				next = t
-			}
-		}
+		d.ReleaseHeld(now)
+		next, ready := d.Due(now)
 		s.mu.Unlock()
 		if ready {
 			return nil
@@ -576,13 +368,6 @@ func (l *Link) Close() error {
 	}
 	l.closed = true
 	close(l.done)
-	d := &s.dir[1-l.side]
-	for len(d.q) > 0 {
-		s.put(d.q.pop().p)
-	}
-	for _, h := range d.held {
-		s.put(h.p)
-	}
-	d.held, d.heldFor, d.queued = d.held[:0], d.heldFor[:0], 0
+	s.dir[1-l.side].Discard()
 	return nil
 }

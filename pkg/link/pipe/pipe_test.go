@@ -10,6 +10,7 @@ import (
 	"github.com/uroce/uroce/pkg/link"
 	"github.com/uroce/uroce/pkg/link/linktest"
 	"github.com/uroce/uroce/pkg/link/pipe"
+	"github.com/uroce/uroce/pkg/netem"
 )
 
 var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -113,10 +114,10 @@ func TestFaults(t *testing.T) {
 	const n = 2000
 	tests := []struct {
 		name  string
-		f     pipe.Faults
-		check func(t *testing.T, got []rxPkt, fs pipe.FaultStats, st link.Stats)
+		f     netem.Faults
+		check func(t *testing.T, got []rxPkt, fs netem.Stats, st link.Stats)
 	}{
-		{"drop", pipe.Faults{Drop: 0.2}, func(t *testing.T, got []rxPkt, fs pipe.FaultStats, st link.Stats) {
+		{"drop", netem.Faults{Drop: 0.2}, func(t *testing.T, got []rxPkt, fs netem.Stats, st link.Stats) {
 			if len(got)+int(fs.Dropped) != n || fs.Dropped < n/10 || fs.Dropped > n*3/10 {
 				t.Fatalf("received %d, dropped %d", len(got), fs.Dropped)
 			}
@@ -124,12 +125,12 @@ func TestFaults(t *testing.T) {
 				t.Fatal("drop reordered")
 			}
 		}},
-		{"duplicate", pipe.Faults{Duplicate: 0.1}, func(t *testing.T, got []rxPkt, fs pipe.FaultStats, st link.Stats) {
+		{"duplicate", netem.Faults{Duplicate: 0.1}, func(t *testing.T, got []rxPkt, fs netem.Stats, st link.Stats) {
 			if len(got) != n+int(fs.Duplicated) || fs.Duplicated == 0 {
 				t.Fatalf("received %d, duplicated %d", len(got), fs.Duplicated)
 			}
 		}},
-		{"reorder", pipe.Faults{Reorder: 0.05, ReorderAfter: 4}, func(t *testing.T, got []rxPkt, fs pipe.FaultStats, st link.Stats) {
+		{"reorder", netem.Faults{Reorder: 0.05, ReorderAfter: 4}, func(t *testing.T, got []rxPkt, fs netem.Stats, st link.Stats) {
 			p := psns(got)
 			if len(got) != n || slices.IsSorted(p) || fs.Reordered == 0 {
 				t.Fatalf("received %d, reordered %d, sorted %v", len(got), fs.Reordered, slices.IsSorted(p))
@@ -141,12 +142,12 @@ func TestFaults(t *testing.T) {
 				}
 			}
 		}},
-		{"corrupt", pipe.Faults{Corrupt: 0.1}, func(t *testing.T, got []rxPkt, fs pipe.FaultStats, st link.Stats) {
+		{"corrupt", netem.Faults{Corrupt: 0.1}, func(t *testing.T, got []rxPkt, fs netem.Stats, st link.Stats) {
 			if fs.Corrupted == 0 || st.RxICRCErrors != fs.Corrupted || len(got)+int(fs.Corrupted) != n {
 				t.Fatalf("received %d, corrupted %d, ICRC errors %d", len(got), fs.Corrupted, st.RxICRCErrors)
 			}
 		}},
-		{"ecn", pipe.Faults{ECN: &pipe.ECN{Kmin: 100 << 10, Kmax: 400 << 10, Pmax: 0.2}}, func(t *testing.T, got []rxPkt, fs pipe.FaultStats, st link.Stats) {
+		{"ecn", netem.Faults{ECN: &netem.RED{Kmin: 100 << 10, Kmax: 400 << 10, Pmax: 0.2}}, func(t *testing.T, got []rxPkt, fs netem.Stats, st link.Stats) {
 			// Nothing is received until all are sent, so the queue
 			// grows by one packet per send: under Kmin no mark, over
 			// Kmax every packet marked, some in between.
@@ -189,7 +190,7 @@ func TestFaults(t *testing.T) {
 }
 
 func TestECNNotECT(t *testing.T) {
-	a, b := pipe.New(pipe.Config{AtoB: pipe.Faults{ECN: &pipe.ECN{Kmin: 0, Kmax: 1, Pmax: 1}}, Manual: true})
+	a, b := pipe.New(pipe.Config{AtoB: netem.Faults{ECN: &netem.RED{Kmin: 0, Kmax: 1, Pmax: 1}}, Manual: true})
 	send(t, a, 0, 20, 100, link.ECNNotECT)
 	for _, g := range drain(t, b) {
 		if g.ce {
@@ -202,7 +203,7 @@ func TestDelayAndRate(t *testing.T) {
 	now := t0
 	clock := func() time.Time { return now }
 	// 1 MB/s: a 1000-byte datagram takes 1 ms to serialise.
-	a, b := pipe.New(pipe.Config{Clock: clock, AtoB: pipe.Faults{Delay: 5 * time.Millisecond, Rate: 1e6}})
+	a, b := pipe.New(pipe.Config{Clock: clock, AtoB: netem.Faults{Delay: 5 * time.Millisecond, Rate: 1e6}})
 	payload := 1000 - 28 - 12 - 4
 	send(t, a, 0, 3, payload, 0)
 	if got := drain(t, b); len(got) != 0 {
@@ -226,7 +227,7 @@ func TestDelayAndRate(t *testing.T) {
 
 func TestWait(t *testing.T) {
 	t.Run("realtime", func(t *testing.T) {
-		a, b := pipe.New(pipe.Config{AtoB: pipe.Faults{Delay: 2 * time.Millisecond}})
+		a, b := pipe.New(pipe.Config{AtoB: netem.Faults{Delay: 2 * time.Millisecond}})
 		done := make(chan error)
 		go func() {
 			err := b.Wait(-1)
@@ -241,7 +242,7 @@ func TestWait(t *testing.T) {
 		}
 	})
 	t.Run("manual", func(t *testing.T) {
-		a, b := pipe.New(pipe.Config{Manual: true, AtoB: pipe.Faults{Delay: time.Second}})
+		a, b := pipe.New(pipe.Config{Manual: true, AtoB: netem.Faults{Delay: time.Second}})
 		a.Advance(t0)
 		send(t, a, 0, 1, 10, 0)
 		done := make(chan error)
@@ -274,7 +275,7 @@ func TestWait(t *testing.T) {
 func BenchmarkSendRecv(b *testing.B) {
 	for _, size := range []int{64, 1024, 4096} {
 		b.Run(byteSize(size), func(b *testing.B) {
-			l1, l2 := pipe.New(pipe.Config{MTU: 9000, AtoB: pipe.Faults{Drop: 0.01, ECN: &pipe.ECN{Kmin: 1 << 10, Kmax: 1 << 20, Pmax: 0.1}}})
+			l1, l2 := pipe.New(pipe.Config{MTU: 9000, AtoB: netem.Faults{Drop: 0.01, ECN: &netem.RED{Kmin: 1 << 10, Kmax: 1 << 20, Pmax: 0.1}}})
 			const batch = 32
 			pk := make([]*link.Packet, batch)
 			rx := make([]*link.Packet, batch)

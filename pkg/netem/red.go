@@ -1,10 +1,9 @@
-package cc
+package netem
 
 // RED is the congestion point's ECN marking (DCQCN §3.1, "CP Algorithm"):
 // a packet that joins an egress queue of q bytes is marked CE with
 // probability 0 below Kmin, Pmax·(q−Kmin)/(Kmax−Kmin) between Kmin and
-// Kmax, and 1 above Kmax. The switch's job, kept here for the simulator and
-// the pipe link.
+// Kmax, and 1 above Kmax.
 type RED struct {
 	Kmin, Kmax int // bytes
 	Pmax       float64

@@ -1,13 +1,13 @@
-package cc_test
+package netem_test
 
 import (
 	"testing"
 
-	"github.com/uroce/uroce/cc"
+	"github.com/uroce/uroce/pkg/netem"
 )
 
 func TestRED(t *testing.T) {
-	r := cc.PaperRED()
+	r := netem.PaperRED()
 	tests := []struct {
 		q    int
 		want float64
