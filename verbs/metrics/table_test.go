@@ -7,8 +7,8 @@ import (
 
 	"github.com/uroce/uroce/cc"
 	"github.com/uroce/uroce/pkg/link"
-	"github.com/uroce/uroce/verbs/metrics"
 	"github.com/uroce/uroce/verbs"
+	"github.com/uroce/uroce/verbs/metrics"
 )
 
 // fixedDevice reports the counters it holds and one QP.
