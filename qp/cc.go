@@ -70,8 +70,9 @@ type ccState struct {
 }
 
 // ccInit gives q a fresh algorithm from cfg (the engine's default when
-// nil).
-func (e *Engine) ccInit(q *QP, cfg *cc.Config, now time.Time) error {
+// nil). Neither the algorithm nor the pacer, whose bucket starts full,
+// needs a start time: their first event brings one.
+func (e *Engine) ccInit(q *QP, cfg *cc.Config) error {
 	c := e.CC
 	if cfg != nil {
 		c = *cfg
@@ -79,7 +80,7 @@ func (e *Engine) ccInit(q *QP, cfg *cc.Config, now time.Time) error {
 	if c.LineRate == 0 {
 		c.LineRate = DefaultLineRate
 	}
-	alg, err := cc.New(&c, now)
+	alg, err := cc.New(&c)
 	if err != nil {
 		return err
 	}
@@ -99,7 +100,7 @@ func (e *Engine) ccInit(q *QP, cfg *cc.Config, now time.Time) error {
 	s.paced = c.Kind != cc.KindNone
 	s.ect = c.Kind != cc.KindNone
 	s.rate = alg.Rate()
-	s.pacer = cc.NewPacer(now, s.rate, burst)
+	s.pacer = cc.NewPacer(s.rate, burst)
 	clear(s.sent[:])
 	s.srtt = 0
 	return nil
@@ -109,7 +110,7 @@ func (e *Engine) ccInit(q *QP, cfg *cc.Config, now time.Time) error {
 // selects (the engine's default when nil), starting afresh at now. It
 // returns an error wrapping cc.ErrUnknownKind or cc.ErrBadParams.
 func (q *QP) SetCC(now time.Time, cfg *cc.Config) error {
-	if err := q.e.ccInit(q, cfg, now); err != nil {
+	if err := q.e.ccInit(q, cfg); err != nil {
 		return fmt.Errorf("set congestion control of QP %d: %w", q.qpn, err)
 	}
 	q.e.now = now

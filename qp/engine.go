@@ -129,7 +129,7 @@ func (e *Engine) CreateQP(cfg QPConfig) (*QP, error) {
 		cfg.MaxRecvSGE = 1
 	}
 	q := &QP{e: e, cfg: cfg}
-	if err := e.ccInit(q, cfg.CC, e.now); err != nil {
+	if err := e.ccInit(q, cfg.CC); err != nil {
 		return nil, fmt.Errorf("create QP: %w", err)
 	}
 	var idx uint32

@@ -329,7 +329,7 @@ func (q *QP) reset() {
 	// A reset QP starts its congestion control afresh, as a new one
 	// would; the configuration it was given cannot fail twice.
 	cfg := q.cc.cfg
-	_ = q.e.ccInit(q, &cfg, q.e.now)
+	_ = q.e.ccInit(q, &cfg)
 	q.sq.head, q.sq.next, q.sq.tail = 0, 0, 0
 	q.rq.head, q.rq.tail = 0, 0
 	res := q.resp.res

@@ -17,7 +17,7 @@ func (d *Device) SetCC(cfg cc.Config) error {
 	if cfg.LineRate == 0 {
 		cfg.LineRate = qp.DefaultLineRate
 	}
-	if _, err := cc.New(&cfg, time.Time{}); err != nil {
+	if _, err := cc.New(&cfg); err != nil {
 		return fmt.Errorf("set congestion control: %w", err)
 	}
 	return d.do(func() error { d.e.CC = cfg; return nil })
