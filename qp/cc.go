@@ -61,12 +61,14 @@ type ccState struct {
 	timer timer
 	pace  timer
 	// sent holds the send time of the packet whose PSN is the slot, for
-	// RTT samples; zero for a retransmitted packet (Karn's rule).
-	sent [maxUnackedPSNs]int64
+	// RTT samples; zero for a retransmitted packet (Karn's rule). A
+	// sample is a time.Time Sub, which takes the monotonic readings of
+	// the caller's clock, so a step of the wall clock cannot bend it.
+	sent [maxUnackedPSNs]time.Time
 	// srtt is the smoothed RTT (RFC 6298's 1/8 gain), 0 before a sample.
 	srtt time.Duration
-	// ackReqAt is when the requester last asked for an ACK (unix ns).
-	ackReqAt int64
+	// ackReqAt is when the requester last asked for an ACK; zero before.
+	ackReqAt time.Time
 }
 
 // ccInit gives q a fresh algorithm from cfg (the engine's default when
@@ -221,11 +223,10 @@ func (e *Engine) ccAckDue(q *QP) bool {
 		return false
 	}
 	d := q.timeoutDur()
-	now := e.now.UnixNano()
-	if d == 0 || now-s.ackReqAt < int64(d/8) {
+	if d == 0 || !s.ackReqAt.IsZero() && e.now.Sub(s.ackReqAt) < d/8 {
 		return false
 	}
-	s.ackReqAt = now
+	s.ackReqAt = e.now
 	return true
 }
 
@@ -237,9 +238,9 @@ func (e *Engine) ccSent(q *QP, wire int, last bth.PSN, retransmit bool) {
 	if s.paced {
 		s.pacer.Take(e.now, wire)
 	}
-	t := e.now.UnixNano()
+	t := e.now
 	if retransmit {
-		t = 0
+		t = time.Time{}
 	}
 	s.sent[uint32(last)&(maxUnackedPSNs-1)] = t
 	s.alg.OnSent(e.now, wire)
@@ -254,11 +255,8 @@ func (e *Engine) ccAck(q *QP, from, to bth.PSN) {
 	}
 	s := q.cc
 	var rtt time.Duration
-	if t := s.sent[uint32(to.Add(-1))&(maxUnackedPSNs-1)]; t != 0 {
-		rtt = time.Duration(e.now.UnixNano() - t)
-		if rtt < 0 {
-			rtt = 0
-		}
+	if t := s.sent[uint32(to.Add(-1))&(maxUnackedPSNs-1)]; !t.IsZero() {
+		rtt = max(e.now.Sub(t), 0)
 	}
 	if rtt > 0 {
 		if s.srtt == 0 {

@@ -263,7 +263,7 @@ func (e *Engine) sendRequest(q *QP, w *sendWQE) bool {
 	bf.AckReq = last || q.req.noackPkts > maxPktPerAck || e.ccAckDue(q)
 	if bf.AckReq {
 		q.req.noackPkts = 0
-		q.cc.ackReqAt = e.now.UnixNano()
+		q.cc.ackReqAt = e.now
 	}
 	lp, dst := e.newPacket(q, &bf, int(payload), false)
 	if lp == nil {
