@@ -109,13 +109,12 @@ func (e *Engine) ccInit(q *QP, cfg *cc.Config) error {
 }
 
 // SetCC replaces the QP's congestion control with the algorithm cfg
-// selects (the engine's default when nil), starting afresh at now. It
-// returns an error wrapping cc.ErrUnknownKind or cc.ErrBadParams.
-func (q *QP) SetCC(now time.Time, cfg *cc.Config) error {
+// selects (the engine's default when nil), starting afresh. It returns an
+// error wrapping cc.ErrUnknownKind or cc.ErrBadParams.
+func (q *QP) SetCC(cfg *cc.Config) error {
 	if err := q.e.ccInit(q, cfg); err != nil {
 		return fmt.Errorf("set congestion control of QP %d: %w", q.qpn, err)
 	}
-	q.e.now = now
 	q.e.ccSync(q)
 	q.e.kick(q)
 	return nil

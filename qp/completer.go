@@ -64,7 +64,7 @@ func (e *Engine) complete(q *QP, p *bth.Packet) {
 			state = compCheckPSN
 
 		case compCheckPSN:
-			state = e.checkPSN(q, w, p, psn, op)
+			state = e.checkPSN(q, w, psn, op)
 
 		case compCheckAck:
 			state = e.checkAck(q, w, p, op)
@@ -147,7 +147,7 @@ func (e *Engine) complete(q *QP, p *bth.Packet) {
 			if w.status == WCSuccess {
 				w.status = WCBadRespErr
 			}
-			q.fail(e.now, w, w.status)
+			q.fail(w, w.status)
 			return
 
 		case compDone:
@@ -166,7 +166,7 @@ func (e *Engine) complete(q *QP, p *bth.Packet) {
 }
 
 // checkPSN places a response against the oldest WQE (rxe's check_psn).
-func (e *Engine) checkPSN(q *QP, w *sendWQE, p *bth.Packet, psn bth.PSN, op bth.Opcode) compState {
+func (e *Engine) checkPSN(q *QP, w *sendWQE, psn bth.PSN, op bth.Opcode) compState {
 	if psn.After(w.lastPSN) {
 		if w.state != wqePending {
 			q.Counters.Dropped++
@@ -344,7 +344,7 @@ func (e *Engine) retransTimeout(q *QP) {
 	}
 	q.Counters.Timeouts++
 	if e.errorRetry(q, w, true) == compError {
-		q.fail(e.now, w, w.status)
+		q.fail(w, w.status)
 	}
 }
 

@@ -47,7 +47,7 @@ type sendWQE struct {
 	inline   []byte
 	length   uint32
 	state    wqeState
-	posted   time.Time // the engine's time at PostSend, for Latency
+	posted   time.Time // PostSend's now, for Latency
 	status   WCStatus
 	firstPSN bth.PSN
 	lastPSN  bth.PSN
@@ -132,12 +132,13 @@ func (q *QP) Attr() Attr { a := q.attr; a.State = q.state; return a }
 // Config returns the QP's capacities.
 func (q *QP) Config() QPConfig { return q.cfg }
 
-// PostSend queues a send work request. It returns ErrBadState unless the QP
-// is in RTS, SQD, SQE or ERR (where the WR completes flushed), ErrQueueFull
-// when MaxSendWR WRs are outstanding, and ErrBadWR for a malformed WR (on
-// a UD or GSI QP also: an opcode other than SEND, no AH or destination, a
-// remote QPN over 24 bits).
-func (q *QP) PostSend(wr *SendWR) error {
+// PostSend queues a send work request posted at now, the time its
+// completion latency counts from (Latency). It returns ErrBadState unless
+// the QP is in RTS, SQD, SQE or ERR (where the WR completes flushed),
+// ErrQueueFull when MaxSendWR WRs are outstanding, and ErrBadWR for a
+// malformed WR (on a UD or GSI QP also: an opcode other than SEND, no AH
+// or destination, a remote QPN over 24 bits).
+func (q *QP) PostSend(now time.Time, wr *SendWR) error {
 	if !q.state.CanPostSend() {
 		return fmt.Errorf("post send on QP %d: %w: %s", q.qpn, ErrBadState, q.state)
 	}
@@ -188,7 +189,7 @@ func (q *QP) PostSend(wr *SendWR) error {
 	}
 	w.length = uint32(length)
 	w.state, w.status = wqePosted, WCSuccess
-	w.posted = q.e.now
+	w.posted = now
 	w.offset, w.validated, w.hasRdAtomic = 0, false, false
 	s.tail++
 	q.Counters.PostedSends++
@@ -240,7 +241,7 @@ func (q *QP) PostRecv(wr *RecvWR) error {
 // checks of IBA 11.2.4.2: ErrBadTransition for a transition the spec does
 // not allow, ErrMissingAttr for a required attribute missing, ErrBadAttr
 // for a value out of range.
-func (q *QP) Modify(now time.Time, a *Attr, mask AttrMask) error {
+func (q *QP) Modify(a *Attr, mask AttrMask) error {
 	if err := checkModify(q.cfg.Type, q.state, a, mask); err != nil {
 		return fmt.Errorf("modify QP %d: %w", q.qpn, err)
 	}
@@ -313,7 +314,7 @@ func (q *QP) Modify(now time.Time, a *Attr, mask AttrMask) error {
 	case next == StateReset && prev != StateReset:
 		q.reset()
 	case next == StateErr && prev != StateErr:
-		q.toError(now)
+		q.toError()
 	case next == StateRTS:
 		q.e.kick(q)
 	case next == StateSQD:
@@ -372,7 +373,7 @@ func checkUDWR(wr *SendWR) error {
 
 // toError moves the QP to ERR and flushes every outstanding WR (IBA
 // 10.3.1: all WRs complete with a flush error).
-func (q *QP) toError(now time.Time) {
+func (q *QP) toError() {
 	q.e.stateChanged(q, q.state, StateErr, false)
 	q.state = StateErr
 	q.resp.rdRes = nil
@@ -385,9 +386,9 @@ func (q *QP) toError(now time.Time) {
 // fail gives a send WQE an error status and moves the QP to ERR, as rxe's
 // COMPST_ERROR and requester error paths do: the WQE completes with its
 // status, every other outstanding WQE with a flush error, in order.
-func (q *QP) fail(now time.Time, w *sendWQE, st WCStatus) {
+func (q *QP) fail(w *sendWQE, st WCStatus) {
 	w.status = st
-	q.toError(now)
+	q.toError()
 }
 
 // flush completes every outstanding WR with WCWRFlushErr.

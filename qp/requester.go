@@ -111,7 +111,7 @@ func (e *Engine) runRequester(q *QP, budget int) bool {
 			}
 
 		case reqError:
-			q.fail(e.now, w, w.status)
+			q.fail(w, w.status)
 			return false
 		}
 	}

@@ -198,7 +198,7 @@ func (e *Engine) respond(q *QP, p *bth.Packet) {
 		case respErrClassC:
 			q.Counters.ErrNAKsSent++
 			e.sendAck(q, r.syndrome, psn)
-			q.toError(e.now)
+			q.toError()
 			return
 
 		case respDone:

@@ -28,7 +28,7 @@ func (d *Device) SetCC(cfg cc.Config) error {
 // cc.ErrBadParams.
 func (q *QueuePair) SetCC(cfg *cc.Config) error {
 	d := q.pd.d
-	return d.do(func() error { return q.q.SetCC(d.clock(), cfg) })
+	return d.do(func() error { return q.q.SetCC(cfg) })
 }
 
 // CCStats returns the QP's congestion control state: the mlx5 counters
