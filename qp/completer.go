@@ -292,21 +292,7 @@ func (e *Engine) readResponse(q *QP, w *sendWQE, p *bth.Packet, psn bth.PSN) com
 }
 
 // scatter copies data into the WQE's buffers from byte off on.
-func scatter(w *sendWQE, off uint32, data []byte) {
-	for i, g := range w.sge {
-		if len(data) == 0 {
-			return
-		}
-		if off >= g.Length {
-			off -= g.Length
-			continue
-		}
-		dst, _ := w.mrs[i].slice(g.Addr+uint64(off), uint64(g.Length-off))
-		n := copy(dst, data)
-		data = data[n:]
-		off = 0
-	}
-}
+func scatter(w *sendWQE, off uint32, data []byte) { copySGL(w.sge, w.mrs, off, data, true) }
 
 // errorRetry decides on a go-back-N (rxe's COMPST_ERROR_RETRY): it spends
 // one retry unless the counter is 7, and fails the WQE when none are left.

@@ -311,19 +311,7 @@ func gather(dst []byte, w *sendWQE, off uint32) {
 		copy(dst, w.inline[off:])
 		return
 	}
-	for i, g := range w.sge {
-		if len(dst) == 0 {
-			return
-		}
-		if off >= g.Length {
-			off -= g.Length
-			continue
-		}
-		src, _ := w.mrs[i].slice(g.Addr+uint64(off), uint64(g.Length-off))
-		n := copy(dst, src)
-		dst = dst[n:]
-		off = 0
-	}
+	copySGL(w.sge, w.mrs, off, dst, false)
 }
 
 // retry rewinds the send queue for go-back-N from comp.psn (rxe's

@@ -426,19 +426,7 @@ func (e *Engine) scatterRecv(q *QP, w *recvWQE, off uint32, data []byte) bool {
 			w.mrs = append(w.mrs, m)
 		}
 	}
-	for i, g := range w.sge {
-		if len(data) == 0 {
-			return true
-		}
-		if off >= g.Length {
-			off -= g.Length
-			continue
-		}
-		dst, _ := w.mrs[i].slice(g.Addr+uint64(off), uint64(g.Length-off))
-		n := copy(dst, data)
-		data = data[n:]
-		off = 0
-	}
+	copySGL(w.sge, w.mrs, off, data, true)
 	return true
 }
 
