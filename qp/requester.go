@@ -172,43 +172,44 @@ func (e *Engine) validateSendWQE(q *QP, w *sendWQE) WCStatus {
 	return WCSuccess
 }
 
-// nextOpcode returns the opcode of a SEND or WRITE packet by its place in
-// the message (IBA 9.4: FIRST, MIDDLE, LAST, ONLY; immediate data on the
-// last).
+// msgOpcodes are the opcodes of a SEND's or a WRITE's packets by their
+// place in the message (IBA 9.4: FIRST, MIDDLE, LAST, ONLY; immediate
+// data on the last).
+type msgOpcodes struct {
+	first, middle, last, lastImm, only, onlyImm bth.Opcode
+}
+
+var (
+	sendOpcodes  = msgOpcodes{bth.RCSendFirst, bth.RCSendMiddle, bth.RCSendLast, bth.RCSendLastImm, bth.RCSendOnly, bth.RCSendOnlyImm}
+	writeOpcodes = msgOpcodes{bth.RCWriteFirst, bth.RCWriteMiddle, bth.RCWriteLast, bth.RCWriteLastImm, bth.RCWriteOnly, bth.RCWriteOnlyImm}
+)
+
+// at returns the opcode of the packet that is first and/or last in its
+// message, with immediate data when imm.
+func (m *msgOpcodes) at(first, last, imm bool) bth.Opcode {
+	switch {
+	case first && last && imm:
+		return m.onlyImm
+	case first && last:
+		return m.only
+	case first:
+		return m.first
+	case last && imm:
+		return m.lastImm
+	case last:
+		return m.last
+	}
+	return m.middle
+}
+
+// nextOpcode returns the opcode of a request packet of op: for a SEND or
+// WRITE by its place in the message, for a READ or an atomic its one.
 func nextOpcode(op WROpcode, first, last bool) bth.Opcode {
 	switch op {
 	case WRSend, WRSendWithImm:
-		switch {
-		case first && last:
-			if op == WRSendWithImm {
-				return bth.RCSendOnlyImm
-			}
-			return bth.RCSendOnly
-		case first:
-			return bth.RCSendFirst
-		case last:
-			if op == WRSendWithImm {
-				return bth.RCSendLastImm
-			}
-			return bth.RCSendLast
-		}
-		return bth.RCSendMiddle
+		return sendOpcodes.at(first, last, op.hasImm())
 	case WRWrite, WRWriteWithImm:
-		switch {
-		case first && last:
-			if op == WRWriteWithImm {
-				return bth.RCWriteOnlyImm
-			}
-			return bth.RCWriteOnly
-		case first:
-			return bth.RCWriteFirst
-		case last:
-			if op == WRWriteWithImm {
-				return bth.RCWriteLastImm
-			}
-			return bth.RCWriteLast
-		}
-		return bth.RCWriteMiddle
+		return writeOpcodes.at(first, last, op.hasImm())
 	case WRRead:
 		return bth.RCReadRequest
 	case WRCompareSwap:
