@@ -66,6 +66,20 @@ type recvWQE struct {
 	length uint32
 }
 
+// set copies a receive WR whose SGL fits into the WQE. Its length is the
+// SGL's, at most 2^31 (the largest message, rxe's RXE_MAX_MSG_SIZE); its
+// keys are resolved when a message first lands in it.
+func (w *recvWQE) set(wr *RecvWR) {
+	w.id = wr.ID
+	w.sge = append(w.sge[:0], wr.SGL...)
+	var length uint64
+	for _, g := range wr.SGL {
+		length += uint64(g.Length)
+	}
+	w.length = uint32(min(length, 1<<31))
+	w.mrs = w.mrs[:0]
+}
+
 // sendQueue is the send WQE ring: the completer retires at head, the
 // requester works at next, PostSend fills at tail.
 type sendQueue struct {
@@ -219,17 +233,7 @@ func (q *QP) PostRecv(wr *RecvWR) error {
 	if len(wr.SGL) > cap(w.sge) {
 		return fmt.Errorf("post recv: %w: %d SGEs, max %d", ErrBadWR, len(wr.SGL), cap(w.sge))
 	}
-	w.id = wr.ID
-	w.sge = append(w.sge[:0], wr.SGL...)
-	var length uint64
-	for _, g := range wr.SGL {
-		length += uint64(g.Length)
-	}
-	if length > 1<<31 {
-		length = 1 << 31
-	}
-	w.length = uint32(length)
-	w.mrs = w.mrs[:0]
+	w.set(wr)
 	r.tail++
 	if q.state == StateErr {
 		q.flush()
