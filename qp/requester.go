@@ -155,19 +155,9 @@ func (e *Engine) validateSendWQE(q *QP, w *sendWQE) WCStatus {
 	if w.wr.Opcode.isReadAtomic() {
 		need = AccessLocalWrite
 	}
-	for _, g := range w.sge {
-		if g.Length == 0 {
-			w.mrs = append(w.mrs, nil)
-			continue
-		}
-		m := e.MRs.Lookup(g.LKey, q.cfg.PD, need)
-		if m == nil {
-			return WCLocProtErr
-		}
-		if _, ok := m.slice(g.Addr, uint64(g.Length)); !ok {
-			return WCLocProtErr
-		}
-		w.mrs = append(w.mrs, m)
+	var ok bool
+	if w.mrs, ok = e.MRs.resolveSGL(w.mrs, w.sge, q.cfg.PD, need); !ok {
+		return WCLocProtErr
 	}
 	return WCSuccess
 }

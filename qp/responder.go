@@ -412,18 +412,9 @@ func (r *responder) newResource() *resource {
 // resolving its keys on first use. It reports false for a bad key.
 func (e *Engine) scatterRecv(q *QP, w *recvWQE, off uint32, data []byte) bool {
 	if len(w.mrs) == 0 && len(w.sge) > 0 {
-		for _, g := range w.sge {
-			var m *MR
-			if g.Length > 0 {
-				m = e.MRs.Lookup(g.LKey, q.cfg.PD, AccessLocalWrite)
-				if m == nil {
-					return false
-				}
-				if _, ok := m.slice(g.Addr, uint64(g.Length)); !ok {
-					return false
-				}
-			}
-			w.mrs = append(w.mrs, m)
+		var ok bool
+		if w.mrs, ok = e.MRs.resolveSGL(w.mrs, w.sge, q.cfg.PD, AccessLocalWrite); !ok {
+			return false
 		}
 	}
 	copySGL(w.sge, w.mrs, off, data, true)
