@@ -322,7 +322,7 @@ func (e *Engine) ccSync(q *QP) {
 // ConnectX does (cc/cnp).
 func (e *Engine) sendCNP(q *QP) {
 	if len(e.txq) == cap(e.txq) {
-		e.flush()
+		e.sendBatch()
 	}
 	if e.port.Alloc(e.one[:]) == 0 {
 		e.Counters.NoBuffer++

@@ -262,7 +262,7 @@ func (e *Engine) Receive(now time.Time, pkts []*link.Packet) {
 	for _, lp := range pkts {
 		e.receiveOne(lp)
 	}
-	e.flush()
+	e.sendBatch()
 }
 
 func (e *Engine) receiveOne(lp *link.Packet) {
@@ -360,7 +360,7 @@ func (e *Engine) Process(now time.Time) {
 	m := copy(e.ready, e.ready[n:])
 	clear(e.ready[m:])
 	e.ready = e.ready[:m]
-	e.flush()
+	e.sendBatch()
 }
 
 // kick puts a QP on the ready list.
@@ -382,7 +382,7 @@ func (e *Engine) newPacket(q *QP, bf *bth.BTHFields, payloadLen int, response bo
 	// Send a full batch before taking a buffer: the last packet of the
 	// batch has been filled by now, this one not yet.
 	if len(e.txq) == cap(e.txq) {
-		e.flush()
+		e.sendBatch()
 	}
 	if e.port.Alloc(e.one[:]) == 0 {
 		e.Counters.NoBuffer++
@@ -427,7 +427,9 @@ func (e *Engine) newPacket(q *QP, bf *bth.BTHFields, payloadLen int, response bo
 	return lp, b[hl : hl+payloadLen]
 }
 
-func (e *Engine) flush() {
+// sendBatch hands the packets built so far (txq) to the port in one Send
+// and counts those it could not send.
+func (e *Engine) sendBatch() {
 	if len(e.txq) == 0 {
 		return
 	}

@@ -208,7 +208,7 @@ func (q *QP) PostSend(now time.Time, wr *SendWR) error {
 	s.tail++
 	q.Counters.PostedSends++
 	if q.state == StateErr {
-		q.flush()
+		q.flushQueues()
 		return nil
 	}
 	q.e.kick(q)
@@ -236,7 +236,7 @@ func (q *QP) PostRecv(wr *RecvWR) error {
 	w.set(wr)
 	r.tail++
 	if q.state == StateErr {
-		q.flush()
+		q.flushQueues()
 	}
 	return nil
 }
@@ -384,7 +384,7 @@ func (q *QP) toError() {
 	q.e.stopTimer(&q.retrans)
 	q.e.stopTimer(&q.rnr)
 	q.req.needRetry, q.req.waitRNR = false, false
-	q.flush()
+	q.flushQueues()
 }
 
 // fail gives a send WQE an error status and moves the QP to ERR, as rxe's
@@ -395,8 +395,11 @@ func (q *QP) fail(w *sendWQE, st WCStatus) {
 	q.toError()
 }
 
-// flush completes every outstanding WR with WCWRFlushErr.
-func (q *QP) flush() {
+// flushQueues completes every outstanding WR, send and receive, with
+// WCWRFlushErr, or a failed send WQE with its own status (IBA 10.3.1: in
+// ERR every WR completes flushed; rxe's flush_send_queue and
+// flush_recv_queue).
+func (q *QP) flushQueues() {
 	for q.sq.head != q.sq.tail {
 		w := q.sq.at(q.sq.head)
 		if w.status == WCSuccess {
