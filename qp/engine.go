@@ -352,7 +352,7 @@ func (e *Engine) Process(now time.Time) {
 	for i := 0; i < n; i++ {
 		q := e.ready[i]
 		q.queued = false
-		more := q.resp.rdRes != nil && q.state.receives() && !e.pumpRead(q, sendBudget)
+		more := q.resp.rdRes != nil && q.state.receives() && !e.sendResponses(q, sendBudget)
 		if e.runRequester(q, sendBudget) || more {
 			e.kick(q)
 		}

@@ -33,7 +33,7 @@ type responder struct {
 	rdPSN   bth.PSN
 	rdVA    uint64
 	rdN     uint32
-	rdFresh bool
+	rdFirst bool // the next packet is the response's first: FIRST or ONLY
 	// ackOwed is an ACK or NAK waiting behind owed responses.
 	ackOwed pendingAck
 	// A class C error being reported: the NAK syndrome and the status of
@@ -464,7 +464,7 @@ func (r *responder) find(psn bth.PSN, kind resKind) *resource {
 
 // sendAck sends an ACKNOWLEDGE with a syndrome for psn and the current MSN.
 func (e *Engine) sendAck(q *QP, syn bth.Syndrome, psn bth.PSN) {
-	if e.holdAck(q, syn, psn) {
+	if e.ackAfterResponses(q, syn, psn) {
 		return
 	}
 	bf := bth.BTHFields{Opcode: bth.RCAcknowledge, PSN: psn}
