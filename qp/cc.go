@@ -116,7 +116,7 @@ func (q *QP) SetCC(cfg *cc.Config) error {
 		return fmt.Errorf("set congestion control of QP %d: %w", q.qpn, err)
 	}
 	q.e.ccSync(q)
-	q.e.kick(q)
+	q.e.schedule(q)
 	return nil
 }
 
@@ -133,7 +133,7 @@ func (q *QP) CCKind() cc.Kind { return q.cc.kind }
 
 // ccHold reports whether the requester must wait before sending a packet
 // of about n bytes of payload: for the pacer (then its timer is armed) or
-// for the algorithm's window (then an ACK kicks the QP).
+// for the algorithm's window (then an ACK schedules the QP).
 func (e *Engine) ccHold(q *QP, n int) bool {
 	s := q.cc
 	if w := s.alg.Window(); w > 0 && int(q.req.psn.Diff(q.comp.psn))*q.mtu >= w {
@@ -305,7 +305,7 @@ func (e *Engine) ccSync(q *QP) {
 			s.pacer.SetRate(e.now, r)
 			if s.pace.idx >= 0 {
 				e.stopTimer(&s.pace)
-				e.kick(q)
+				e.schedule(q)
 			}
 		}
 	}

@@ -97,7 +97,7 @@ func (e *Engine) complete(q *QP, p *bth.Packet) {
 				q.comp.psn = psn.Next()
 				q.comp.startedRetry = false
 				progress = true
-				e.kick(q) // the PSN window moved
+				e.schedule(q) // the PSN window moved
 			}
 			state = compDone
 
@@ -108,7 +108,7 @@ func (e *Engine) complete(q *QP, p *bth.Packet) {
 			}
 			q.completeSend(w)
 			progress = true
-			e.kick(q) // credits, fence or window may have opened
+			e.schedule(q) // credits, fence or window may have opened
 			if state == compCompWQE {
 				state = compGetWQE
 				continue
@@ -313,7 +313,7 @@ func (e *Engine) errorRetry(q *QP, w *sendWQE, timeout bool) compState {
 	if q.req.psn.After(q.comp.psn) {
 		q.req.needRetry = true
 		q.comp.startedRetry = true
-		e.kick(q)
+		e.schedule(q)
 		e.ccLoss(q)
 	}
 	return compDone

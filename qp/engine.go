@@ -341,11 +341,11 @@ func (e *Engine) Process(now time.Time) {
 			e.retransTimeout(t.qp)
 		case timerRNR:
 			t.qp.req.waitRNR = false
-			e.kick(t.qp)
+			e.schedule(t.qp)
 		case timerCC:
 			e.ccTimer(t.qp)
 		case timerPace:
-			e.kick(t.qp)
+			e.schedule(t.qp)
 		}
 	}
 	n := len(e.ready)
@@ -354,7 +354,7 @@ func (e *Engine) Process(now time.Time) {
 		q.queued = false
 		more := q.resp.rdRes != nil && q.state.receives() && !e.sendResponses(q, sendBudget)
 		if e.runRequester(q, sendBudget) || more {
-			e.kick(q)
+			e.schedule(q)
 		}
 	}
 	m := copy(e.ready, e.ready[n:])
@@ -363,8 +363,10 @@ func (e *Engine) Process(now time.Time) {
 	e.sendBatch()
 }
 
-// kick puts a QP on the ready list.
-func (e *Engine) kick(q *QP) {
+// schedule puts a QP on the ready list, so the next Process runs its
+// requester and READ responses (rxe's rxe_sched_task); once is enough
+// however often it is asked.
+func (e *Engine) schedule(q *QP) {
 	if !q.queued {
 		q.queued = true
 		e.ready = append(e.ready, q)

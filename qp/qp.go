@@ -211,7 +211,7 @@ func (q *QP) PostSend(now time.Time, wr *SendWR) error {
 		q.flushQueues()
 		return nil
 	}
-	q.e.kick(q)
+	q.e.schedule(q)
 	return nil
 }
 
@@ -320,9 +320,9 @@ func (q *QP) Modify(a *Attr, mask AttrMask) error {
 	case next == StateErr && prev != StateErr:
 		q.toError()
 	case next == StateRTS:
-		q.e.kick(q)
+		q.e.schedule(q)
 	case next == StateSQD:
-		q.e.kick(q)
+		q.e.schedule(q)
 	}
 	return nil
 }

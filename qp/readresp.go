@@ -53,7 +53,7 @@ func (e *Engine) oweResponse(q *QP, res *resource, psn bth.PSN, va uint64, n uin
 	}
 	e.startResponse(res, r, psn, va, n)
 	if !e.sendResponses(q, sendBudget) {
-		e.kick(q)
+		e.schedule(q)
 	}
 }
 

@@ -29,7 +29,7 @@ const (
 // runRequester sends packets for q, at most budget of them. It reports
 // whether it stopped with work left (budget, no buffers), so the caller
 // should run it again; a requester blocked on an ACK, a credit or a timer is
-// kicked by whoever unblocks it.
+// scheduled by whoever unblocks it.
 func (e *Engine) runRequester(q *QP, budget int) bool {
 	if !q.state.sends() {
 		return false
@@ -89,13 +89,13 @@ func (e *Engine) runRequester(q *QP, budget int) bool {
 
 		case reqCheckWindow:
 			if q.req.psn.Diff(q.comp.psn) >= maxUnackedPSNs {
-				return false // the completer kicks us when ACKs arrive
+				return false // the completer schedules us when ACKs arrive
 			}
 			if budget == 0 {
 				return true
 			}
 			if e.ccHold(q, w.nextPayload(q.mtu)) {
-				return false // the pacer's timer or an ACK kicks us
+				return false // the pacer's timer or an ACK schedules us
 			}
 			state = reqSendPacket
 
