@@ -59,10 +59,11 @@ type Engine struct {
 	OnStateChange func(*StateChange)
 	// retiredLat holds the latency of destroyed QPs, for Latency.
 	retiredLat hist.Histogram
-	// TOS, when set, gives the TOS byte of a QP's packets: the hook for
-	// congestion control to mark data ECT(0). By default it is the QP's
-	// traffic class.
-	TOS func(q *QP, response bool) uint8
+	// ChooseTOS, when set, is called for each packet of a QP to choose
+	// its TOS byte (response: an ACK or a READ or atomic response), in
+	// place of the default: the QP's traffic class, or the AH's for a
+	// datagram, with ECT(0) on data when its congestion control marks.
+	ChooseTOS func(q *QP, response bool) uint8
 	// CC is the congestion control of QPs whose QPConfig names none: the
 	// device default. NewEngine sets "none" at DefaultLineRate with the
 	// firmware's notification point, so CE-marked packets are answered
@@ -414,8 +415,8 @@ func (e *Engine) newPacket(q *QP, bf *bth.BTHFields, payloadLen int, response bo
 	lp.Remote = q.attr.DestAddr
 	lp.SrcPort = q.sport
 	switch {
-	case e.TOS != nil:
-		lp.TOS = e.TOS(q, response)
+	case e.ChooseTOS != nil:
+		lp.TOS = e.ChooseTOS(q, response)
 	case q.cc.ect && (!response || payloadLen > 0):
 		// Requests and READ responses carry ECT(0); ACKs stay
 		// Not-ECT, as ConnectX sends them.

@@ -137,7 +137,7 @@ func (e *Engine) sendDatagram(q *QP, w *sendWQE) bool {
 	}
 	lp.Remote = w.ah.DGID.Unmap()
 	lp.Local = w.ah.SGID.Unmap()
-	if e.TOS == nil {
+	if e.ChooseTOS == nil {
 		lp.TOS = w.ah.TrafficClass
 	}
 	q.req.psn = q.req.psn.Next()
