@@ -39,6 +39,12 @@ const (
 // Engine owns every QP of a device and drives them: Receive hands it
 // packets, Process runs timers and requesters, both at the time now. It is
 // not safe for concurrent use.
+//
+// Time is always an argument: Receive and Process take the time of their
+// turn, PostSend its WR's post time, CCStats the time it reports at.
+// Intervals are time.Time differences (Sub), so a clock that carries
+// monotonic readings, as time.Now's do, keeps RTTs, latencies and timers
+// true across steps of the wall clock.
 type Engine struct {
 	port Port
 	// MRs is the device's memory region table.
