@@ -59,7 +59,7 @@ func BenchmarkNPOnCE(b *testing.B) {
 func BenchmarkTIMELYOnAck(b *testing.B) {
 	p := cc.DefaultTIMELY()
 	p.SegmentBytes = 0
-	tm, _ := cc.NewTIMELY(p, cc.FirmwareNP(), 100*cc.Gbps, t0)
+	tm, _ := cc.NewTIMELY(p, cc.FirmwareNP(), 100*cc.Gbps)
 	now := t0
 	i := 0
 	b.ReportAllocs()
@@ -71,7 +71,7 @@ func BenchmarkTIMELYOnAck(b *testing.B) {
 }
 
 func BenchmarkSwiftOnAck(b *testing.B) {
-	s, _ := cc.NewSwift(cc.DefaultSwift(), cc.FirmwareNP(), 100*cc.Gbps, t0)
+	s, _ := cc.NewSwift(cc.DefaultSwift(), cc.FirmwareNP(), 100*cc.Gbps)
 	now := t0
 	i := 0
 	b.ReportAllocs()
@@ -85,7 +85,7 @@ func BenchmarkSwiftOnAck(b *testing.B) {
 // Through the interface, as the engine calls it.
 func BenchmarkAlgorithmInterface(b *testing.B) {
 	cfg := cc.DefaultConfig(cc.KindDCQCN, 100*cc.Gbps)
-	a, _ := cc.New(&cfg, t0)
+	a, _ := cc.New(&cfg)
 	now := t0
 	b.ReportAllocs()
 	for b.Loop() {
@@ -101,7 +101,7 @@ func BenchmarkAlgorithmInterface(b *testing.B) {
 }
 
 func BenchmarkPacer(b *testing.B) {
-	p := cc.NewPacer(t0, 100*cc.Gbps, 64<<10)
+	p := cc.NewPacer(100*cc.Gbps, 64<<10)
 	now := t0
 	b.ReportAllocs()
 	for b.Loop() {
@@ -114,7 +114,7 @@ func BenchmarkPacer(b *testing.B) {
 func BenchmarkPacer10kQPs(b *testing.B) {
 	ps := make([]cc.Pacer, 10_000)
 	for i := range ps {
-		ps[i] = cc.NewPacer(t0, cc.Rate(1+i%100)*cc.Gbps, 16<<10)
+		ps[i] = cc.NewPacer(cc.Rate(1+i%100)*cc.Gbps, 16<<10)
 	}
 	now := t0
 	i := 0

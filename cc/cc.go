@@ -112,9 +112,11 @@ func DefaultConfig(kind Kind, line Rate) Config {
 	}
 }
 
-// New returns the algorithm cfg selects, starting at now. It returns an
-// error wrapping ErrUnknownKind or ErrBadParams.
-func New(cfg *Config, now time.Time) (Algorithm, error) {
+// New returns the algorithm cfg selects. Every algorithm starts unlimited,
+// at the line rate, with no timer armed, so none needs a start time: the
+// first event brings one. It returns an error wrapping ErrUnknownKind or
+// ErrBadParams.
+func New(cfg *Config) (Algorithm, error) {
 	if cfg.LineRate == 0 {
 		return nil, fmt.Errorf("new %v: zero line rate: %w", cfg.Kind, ErrBadParams)
 	}
@@ -122,11 +124,11 @@ func New(cfg *Config, now time.Time) (Algorithm, error) {
 	case KindNone:
 		return NewNone(cfg.LineRate, cfg.NP), nil
 	case KindDCQCN:
-		return NewDCQCN(cfg.DCQCN, cfg.NP, cfg.LineRate, now)
+		return NewDCQCN(cfg.DCQCN, cfg.NP, cfg.LineRate)
 	case KindTIMELY:
-		return NewTIMELY(cfg.TIMELY, cfg.NP, cfg.LineRate, now)
+		return NewTIMELY(cfg.TIMELY, cfg.NP, cfg.LineRate)
 	case KindSwift:
-		return NewSwift(cfg.Swift, cfg.NP, cfg.LineRate, now)
+		return NewSwift(cfg.Swift, cfg.NP, cfg.LineRate)
 	}
 	return nil, fmt.Errorf("new: %w", ErrUnknownKind)
 }

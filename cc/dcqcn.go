@@ -176,7 +176,7 @@ var _ Algorithm = (*DCQCN)(nil)
 
 // NewDCQCN returns a DCQCN flow at line rate. It returns an error wrapping
 // ErrBadParams if p is out of range.
-func NewDCQCN(p DCQCNParams, np NPParams, line Rate, now time.Time) (*DCQCN, error) {
+func NewDCQCN(p DCQCNParams, np NPParams, line Rate) (*DCQCN, error) {
 	if err := p.check(line); err != nil {
 		return nil, err
 	}

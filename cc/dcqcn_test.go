@@ -353,7 +353,7 @@ func TestDCQCNRecoversToLineRate(t *testing.T) {
 }
 
 func TestNP(t *testing.T) {
-	a, err := cc.New(&cc.Config{Kind: cc.KindDCQCN, LineRate: 40 * cc.Gbps, NP: cc.FirmwareNP(), DCQCN: cc.FirmwareDCQCN()}, t0)
+	a, err := cc.New(&cc.Config{Kind: cc.KindDCQCN, LineRate: 40 * cc.Gbps, NP: cc.FirmwareNP(), DCQCN: cc.FirmwareDCQCN()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -382,11 +382,11 @@ func TestBadParams(t *testing.T) {
 	p.Threshold = 0
 	cfg := cc.DefaultConfig(cc.KindDCQCN, 40*cc.Gbps)
 	cfg.DCQCN = p
-	if _, err := cc.New(&cfg, t0); !errors.Is(err, cc.ErrBadParams) {
+	if _, err := cc.New(&cfg); !errors.Is(err, cc.ErrBadParams) {
 		t.Fatalf("err = %v", err)
 	}
 	cfg = cc.DefaultConfig(cc.Kind(9), 40*cc.Gbps)
-	if _, err := cc.New(&cfg, t0); !errors.Is(err, cc.ErrUnknownKind) {
+	if _, err := cc.New(&cfg); !errors.Is(err, cc.ErrUnknownKind) {
 		t.Fatalf("err = %v", err)
 	}
 	if _, err := cc.ParseKind("cubic"); !errors.Is(err, cc.ErrUnknownKind) {
@@ -398,7 +398,7 @@ func TestBadParams(t *testing.T) {
 			t.Fatalf("ParseKind(%v) = %v, %v", k, got, err)
 		}
 		cfg := cc.DefaultConfig(k, 40*cc.Gbps)
-		if _, err := cc.New(&cfg, t0); err != nil {
+		if _, err := cc.New(&cfg); err != nil {
 			t.Fatalf("New(%v): %v", k, err)
 		}
 	}

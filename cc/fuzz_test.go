@@ -52,7 +52,7 @@ func FuzzRatesBounded(f *testing.F) {
 		if kind&0x80 != 0 {
 			cfg.DCQCN = cc.PaperDCQCN()
 		}
-		a, err := cc.New(&cfg, t0)
+		a, err := cc.New(&cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

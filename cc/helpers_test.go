@@ -16,7 +16,7 @@ const us = time.Microsecond
 
 func newDCQCN(t testing.TB, p cc.DCQCNParams, line cc.Rate) *cc.DCQCN {
 	t.Helper()
-	d, err := cc.NewDCQCN(p, cc.FirmwareNP(), line, t0)
+	d, err := cc.NewDCQCN(p, cc.FirmwareNP(), line)
 	if err != nil {
 		t.Fatalf("NewDCQCN: %v", err)
 	}

@@ -31,17 +31,18 @@ const Never = time.Duration(math.MaxInt64)
 // in debt, so a burst smaller than the MTU slows the QP but never stalls it.
 type Pacer struct {
 	rate   Rate
-	cap    int64 // burst, in units
-	tokens int64 // units; negative when in debt
-	last   time.Time
+	cap    int64     // burst, in units
+	tokens int64     // units; negative when in debt
+	last   time.Time // of the last refill; zero before the first
 }
 
 // NewPacer returns a pacer at rate with a full bucket of burst bytes
-// (capped at MaxPacerBurst).
-func NewPacer(now time.Time, rate Rate, burst int) Pacer {
+// (capped at MaxPacerBurst). It needs no start time: a full bucket earns
+// nothing, so the first call's time is where its clock starts.
+func NewPacer(rate Rate, burst int) Pacer {
 	burst = min(max(burst, 1), MaxPacerBurst)
 	c := int64(burst) * unitsPerByte
-	return Pacer{rate: rate, cap: c, tokens: c, last: now}
+	return Pacer{rate: rate, cap: c, tokens: c}
 }
 
 // refill adds the tokens earned since last, up to the cap.

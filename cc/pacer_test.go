@@ -10,7 +10,7 @@ import (
 
 func TestPacer(t *testing.T) {
 	const byteNS = 8 * cc.Gbps // one byte per nanosecond
-	p := cc.NewPacer(t0, byteNS, 1000)
+	p := cc.NewPacer(byteNS, 1000)
 	steps := []struct {
 		op    string
 		t     time.Duration
@@ -59,7 +59,7 @@ func TestPacerConformance(t *testing.T) {
 	for range 50 {
 		rate := cc.Rate(rng.Int64N(int64(100*cc.Gbps))) + cc.Mbps
 		burst := 64 + rng.IntN(1<<16)
-		p := cc.NewPacer(t0, rate, burst)
+		p := cc.NewPacer(rate, burst)
 		now := t0
 		sent := 0
 		for range 2000 {

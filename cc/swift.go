@@ -101,7 +101,7 @@ var _ Algorithm = (*Swift)(nil)
 
 // NewSwift returns a Swift flow. It returns an error wrapping ErrBadParams
 // if p is out of range.
-func NewSwift(p SwiftParams, np NPParams, line Rate, now time.Time) (*Swift, error) {
+func NewSwift(p SwiftParams, np NPParams, line Rate) (*Swift, error) {
 	if err := p.check(line); err != nil {
 		return nil, err
 	}

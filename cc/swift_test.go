@@ -13,7 +13,7 @@ func newSwift(t *testing.T, init float64) (*cc.Swift, cc.SwiftParams) {
 	p := cc.DefaultSwift()
 	p.MSS = 1000
 	p.InitCwnd = init
-	s, err := cc.NewSwift(p, cc.FirmwareNP(), 40*cc.Gbps, t0)
+	s, err := cc.NewSwift(p, cc.FirmwareNP(), 40*cc.Gbps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestSwiftFlowScaling(t *testing.T) {
 		want time.Duration
 	}{{p.FSMinCwnd, p.BaseTarget + p.FSRange}, {p.FSMaxCwnd, p.BaseTarget}, {p.MaxCwnd, p.BaseTarget}, {p.MinCwnd, p.BaseTarget + p.FSRange}} {
 		p.InitCwnd = tt.cwnd
-		s, _ := cc.NewSwift(p, cc.FirmwareNP(), 40*cc.Gbps, t0)
+		s, _ := cc.NewSwift(p, cc.FirmwareNP(), 40*cc.Gbps)
 		if got := s.Target(); (got - tt.want).Abs() > time.Nanosecond {
 			t.Errorf("target at cwnd %v = %v, want %v", tt.cwnd, got, tt.want)
 		}

@@ -85,7 +85,7 @@ var _ Algorithm = (*TIMELY)(nil)
 
 // NewTIMELY returns a TIMELY flow at line rate. It returns an error wrapping
 // ErrBadParams if p is out of range.
-func NewTIMELY(p TIMELYParams, np NPParams, line Rate, now time.Time) (*TIMELY, error) {
+func NewTIMELY(p TIMELYParams, np NPParams, line Rate) (*TIMELY, error) {
 	if err := p.check(line); err != nil {
 		return nil, err
 	}

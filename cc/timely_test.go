@@ -14,7 +14,7 @@ func TestTIMELYRegions(t *testing.T) {
 	p := cc.DefaultTIMELY()
 	p.MinRTT = 10 * us
 	p.SegmentBytes = 0 // one update per sample
-	tm, err := cc.NewTIMELY(p, cc.FirmwareNP(), 40*cc.Gbps, t0)
+	tm, err := cc.NewTIMELY(p, cc.FirmwareNP(), 40*cc.Gbps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestTIMELYRegions(t *testing.T) {
 
 func TestTIMELYSegment(t *testing.T) {
 	p := cc.DefaultTIMELY() // 16 KiB segments
-	tm, _ := cc.NewTIMELY(p, cc.FirmwareNP(), 40*cc.Gbps, t0)
+	tm, _ := cc.NewTIMELY(p, cc.FirmwareNP(), 40*cc.Gbps)
 	tm.OnAck(t0, 16<<10, 20*us)
 	for i := range 3 { // 12 KiB: not a segment yet
 		tm.OnAck(at(us), 4<<10, time.Duration(600+i)*us)

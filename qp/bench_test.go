@@ -33,7 +33,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 							b.Fatal(err)
 						}
 					}
-					if err := p.a.qp.PostSend(&wr); err != nil {
+					if err := p.a.qp.PostSend(p.now, &wr); err != nil {
 						b.Fatal(err)
 					}
 					p.pump(p.a.scq, 1)
@@ -62,7 +62,7 @@ func BenchmarkBandwidth(b *testing.B) {
 						}
 						inflight -= p.a.scq.Poll(p.a.wc[:])
 					}
-					if err := p.a.qp.PostSend(&wr); err != nil {
+					if err := p.a.qp.PostSend(p.now, &wr); err != nil {
 						b.Fatal(err)
 					}
 					inflight++
@@ -110,7 +110,7 @@ func benchManyQPs(b *testing.B, prepare func(p *pair), setup func(p *pair, x *QP
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
-				if err := qa[i].PostSend(&wr); err != nil {
+				if err := qa[i].PostSend(p.now, &wr); err != nil {
 					b.Fatal(err)
 				}
 				p.pump(p.a.scq, 1)

@@ -61,17 +61,20 @@ type ccState struct {
 	timer timer
 	pace  timer
 	// sent holds the send time of the packet whose PSN is the slot, for
-	// RTT samples; zero for a retransmitted packet (Karn's rule).
-	sent [maxUnackedPSNs]int64
+	// RTT samples; zero for a retransmitted packet (Karn's rule). A
+	// sample is a time.Time Sub, which takes the monotonic readings of
+	// the caller's clock, so a step of the wall clock cannot bend it.
+	sent [maxUnackedPSNs]time.Time
 	// srtt is the smoothed RTT (RFC 6298's 1/8 gain), 0 before a sample.
 	srtt time.Duration
-	// ackReqAt is when the requester last asked for an ACK (unix ns).
-	ackReqAt int64
+	// ackReqAt is when the requester last asked for an ACK; zero before.
+	ackReqAt time.Time
 }
 
 // ccInit gives q a fresh algorithm from cfg (the engine's default when
-// nil).
-func (e *Engine) ccInit(q *QP, cfg *cc.Config, now time.Time) error {
+// nil). Neither the algorithm nor the pacer, whose bucket starts full,
+// needs a start time: their first event brings one.
+func (e *Engine) ccInit(q *QP, cfg *cc.Config) error {
 	c := e.CC
 	if cfg != nil {
 		c = *cfg
@@ -79,7 +82,7 @@ func (e *Engine) ccInit(q *QP, cfg *cc.Config, now time.Time) error {
 	if c.LineRate == 0 {
 		c.LineRate = DefaultLineRate
 	}
-	alg, err := cc.New(&c, now)
+	alg, err := cc.New(&c)
 	if err != nil {
 		return err
 	}
@@ -99,22 +102,21 @@ func (e *Engine) ccInit(q *QP, cfg *cc.Config, now time.Time) error {
 	s.paced = c.Kind != cc.KindNone
 	s.ect = c.Kind != cc.KindNone
 	s.rate = alg.Rate()
-	s.pacer = cc.NewPacer(now, s.rate, burst)
+	s.pacer = cc.NewPacer(s.rate, burst)
 	clear(s.sent[:])
 	s.srtt = 0
 	return nil
 }
 
 // SetCC replaces the QP's congestion control with the algorithm cfg
-// selects (the engine's default when nil), starting afresh at now. It
-// returns an error wrapping cc.ErrUnknownKind or cc.ErrBadParams.
-func (q *QP) SetCC(now time.Time, cfg *cc.Config) error {
-	if err := q.e.ccInit(q, cfg, now); err != nil {
+// selects (the engine's default when nil), starting afresh. It returns an
+// error wrapping cc.ErrUnknownKind or cc.ErrBadParams.
+func (q *QP) SetCC(cfg *cc.Config) error {
+	if err := q.e.ccInit(q, cfg); err != nil {
 		return fmt.Errorf("set congestion control of QP %d: %w", q.qpn, err)
 	}
-	q.e.now = now
 	q.e.ccSync(q)
-	q.e.kick(q)
+	q.e.schedule(q)
 	return nil
 }
 
@@ -131,7 +133,7 @@ func (q *QP) CCKind() cc.Kind { return q.cc.kind }
 
 // ccHold reports whether the requester must wait before sending a packet
 // of about n bytes of payload: for the pacer (then its timer is armed) or
-// for the algorithm's window (then an ACK kicks the QP).
+// for the algorithm's window (then an ACK schedules the QP).
 func (e *Engine) ccHold(q *QP, n int) bool {
 	s := q.cc
 	if w := s.alg.Window(); w > 0 && int(q.req.psn.Diff(q.comp.psn))*q.mtu >= w {
@@ -220,11 +222,10 @@ func (e *Engine) ccAckDue(q *QP) bool {
 		return false
 	}
 	d := q.timeoutDur()
-	now := e.now.UnixNano()
-	if d == 0 || now-s.ackReqAt < int64(d/8) {
+	if d == 0 || !s.ackReqAt.IsZero() && e.now.Sub(s.ackReqAt) < d/8 {
 		return false
 	}
-	s.ackReqAt = now
+	s.ackReqAt = e.now
 	return true
 }
 
@@ -236,9 +237,9 @@ func (e *Engine) ccSent(q *QP, wire int, last bth.PSN, retransmit bool) {
 	if s.paced {
 		s.pacer.Take(e.now, wire)
 	}
-	t := e.now.UnixNano()
+	t := e.now
 	if retransmit {
-		t = 0
+		t = time.Time{}
 	}
 	s.sent[uint32(last)&(maxUnackedPSNs-1)] = t
 	s.alg.OnSent(e.now, wire)
@@ -253,11 +254,8 @@ func (e *Engine) ccAck(q *QP, from, to bth.PSN) {
 	}
 	s := q.cc
 	var rtt time.Duration
-	if t := s.sent[uint32(to.Add(-1))&(maxUnackedPSNs-1)]; t != 0 {
-		rtt = time.Duration(e.now.UnixNano() - t)
-		if rtt < 0 {
-			rtt = 0
-		}
+	if t := s.sent[uint32(to.Add(-1))&(maxUnackedPSNs-1)]; !t.IsZero() {
+		rtt = max(e.now.Sub(t), 0)
 	}
 	if rtt > 0 {
 		if s.srtt == 0 {
@@ -307,7 +305,7 @@ func (e *Engine) ccSync(q *QP) {
 			s.pacer.SetRate(e.now, r)
 			if s.pace.idx >= 0 {
 				e.stopTimer(&s.pace)
-				e.kick(q)
+				e.schedule(q)
 			}
 		}
 	}
@@ -324,7 +322,7 @@ func (e *Engine) ccSync(q *QP) {
 // ConnectX does (cc/cnp).
 func (e *Engine) sendCNP(q *QP) {
 	if len(e.txq) == cap(e.txq) {
-		e.flush()
+		e.sendBatch()
 	}
 	if e.port.Alloc(e.one[:]) == 0 {
 		e.Counters.NoBuffer++

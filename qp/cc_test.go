@@ -102,7 +102,7 @@ func TestCNPReaction(t *testing.T) {
 	if s := c.QP.CCStats(c.Now); s.RPCNPIgnored != 1 || s.RPCNPHandled != 0 {
 		t.Fatalf("none: %+v", s.Counters)
 	}
-	if err := c.QP.SetCC(c.Now, dcqcnConfig(10*cc.Gbps)); err != nil {
+	if err := c.QP.SetCC(dcqcnConfig(10 * cc.Gbps)); err != nil {
 		t.Fatal(err)
 	}
 	c.sendCNP(c.QP.QPN())
@@ -138,7 +138,7 @@ func TestECT(t *testing.T) {
 			c := New(t)
 			defer c.Cleanup()
 			cfg := cc.DefaultConfig(kind, 10*cc.Gbps)
-			if err := c.QP.SetCC(c.Now, &cfg); err != nil {
+			if err := c.QP.SetCC(&cfg); err != nil {
 				t.Fatal(err)
 			}
 			c.PostSend(&SendWR{Opcode: WRWrite, SGL: []SGE{{Addr: ctxMemBase, Length: 64, LKey: c.MR.LKey}}, RemoteAddr: 0x1000, RKey: 1})
@@ -200,10 +200,10 @@ func newFlowRun(t *testing.T, nflows int, faults netem.Faults, cfg *cc.Config, s
 		}
 		// The same algorithm on both ends: the receiver's QP is the
 		// notification point.
-		if err := x.SetCC(p.now, cfg); err != nil {
+		if err := x.SetCC(cfg); err != nil {
 			t.Fatal(err)
 		}
-		if err := y.SetCC(p.now, cfg); err != nil {
+		if err := y.SetCC(cfg); err != nil {
 			t.Fatal(err)
 		}
 		// Each flow writes its own pattern into its own area.
@@ -239,7 +239,7 @@ func (r *flowRun) run(t *testing.T, from, until time.Time) {
 				r.rttN++
 			}
 			for r.busy[i] < 4 {
-				if err := q.PostSend(&r.wr[i]); err != nil {
+				if err := q.PostSend(p.now, &r.wr[i]); err != nil {
 					t.Fatal(err)
 				}
 				r.busy[i]++
@@ -424,7 +424,7 @@ func BenchmarkCCManyQPs(b *testing.B) {
 	benchManyQPs(b, func(p *pair) {
 		p.a.e.CC = *dcqcnConfig(10 * cc.Gbps)
 		p.b.e.CC = p.a.e.CC
-		if err := p.a.qp.SetCC(p.now, nil); err != nil {
+		if err := p.a.qp.SetCC(nil); err != nil {
 			b.Fatal(err)
 		}
 	}, func(p *pair, x *QP) {
@@ -444,7 +444,7 @@ func TestAckCharged(t *testing.T) {
 	defer c.Cleanup()
 	const rate = 10 * cc.Mbps
 	cfg := cc.DefaultConfig(cc.KindDCQCN, rate)
-	if err := c.QP.SetCC(c.Now, &cfg); err != nil {
+	if err := c.QP.SetCC(&cfg); err != nil {
 		t.Fatal(err)
 	}
 	before := c.QP.cc.pacer.Tokens(c.Now)

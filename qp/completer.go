@@ -64,7 +64,7 @@ func (e *Engine) complete(q *QP, p *bth.Packet) {
 			state = compCheckPSN
 
 		case compCheckPSN:
-			state = e.checkPSN(q, w, p, psn, op)
+			state = e.checkPSN(q, w, psn, op)
 
 		case compCheckAck:
 			state = e.checkAck(q, w, p, op)
@@ -97,7 +97,7 @@ func (e *Engine) complete(q *QP, p *bth.Packet) {
 				q.comp.psn = psn.Next()
 				q.comp.startedRetry = false
 				progress = true
-				e.kick(q) // the PSN window moved
+				e.schedule(q) // the PSN window moved
 			}
 			state = compDone
 
@@ -108,7 +108,7 @@ func (e *Engine) complete(q *QP, p *bth.Packet) {
 			}
 			q.completeSend(w)
 			progress = true
-			e.kick(q) // credits, fence or window may have opened
+			e.schedule(q) // credits, fence or window may have opened
 			if state == compCompWQE {
 				state = compGetWQE
 				continue
@@ -147,7 +147,7 @@ func (e *Engine) complete(q *QP, p *bth.Packet) {
 			if w.status == WCSuccess {
 				w.status = WCBadRespErr
 			}
-			q.fail(e.now, w, w.status)
+			q.fail(w, w.status)
 			return
 
 		case compDone:
@@ -166,7 +166,7 @@ func (e *Engine) complete(q *QP, p *bth.Packet) {
 }
 
 // checkPSN places a response against the oldest WQE (rxe's check_psn).
-func (e *Engine) checkPSN(q *QP, w *sendWQE, p *bth.Packet, psn bth.PSN, op bth.Opcode) compState {
+func (e *Engine) checkPSN(q *QP, w *sendWQE, psn bth.PSN, op bth.Opcode) compState {
 	if psn.After(w.lastPSN) {
 		if w.state != wqePending {
 			q.Counters.Dropped++
@@ -292,21 +292,7 @@ func (e *Engine) readResponse(q *QP, w *sendWQE, p *bth.Packet, psn bth.PSN) com
 }
 
 // scatter copies data into the WQE's buffers from byte off on.
-func scatter(w *sendWQE, off uint32, data []byte) {
-	for i, g := range w.sge {
-		if len(data) == 0 {
-			return
-		}
-		if off >= g.Length {
-			off -= g.Length
-			continue
-		}
-		dst, _ := w.mrs[i].slice(g.Addr+uint64(off), uint64(g.Length-off))
-		n := copy(dst, data)
-		data = data[n:]
-		off = 0
-	}
-}
+func scatter(w *sendWQE, off uint32, data []byte) { copySGL(w.sge, w.mrs, off, data, true) }
 
 // errorRetry decides on a go-back-N (rxe's COMPST_ERROR_RETRY): it spends
 // one retry unless the counter is 7, and fails the WQE when none are left.
@@ -327,7 +313,7 @@ func (e *Engine) errorRetry(q *QP, w *sendWQE, timeout bool) compState {
 	if q.req.psn.After(q.comp.psn) {
 		q.req.needRetry = true
 		q.comp.startedRetry = true
-		e.kick(q)
+		e.schedule(q)
 		e.ccLoss(q)
 	}
 	return compDone
@@ -344,7 +330,7 @@ func (e *Engine) retransTimeout(q *QP) {
 	}
 	q.Counters.Timeouts++
 	if e.errorRetry(q, w, true) == compError {
-		q.fail(e.now, w, w.status)
+		q.fail(w, w.status)
 	}
 }
 

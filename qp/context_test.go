@@ -107,7 +107,7 @@ func (c *Context) Cleanup() {
 
 func (c *Context) modify(a *Attr, m AttrMask) {
 	c.t.Helper()
-	if err := c.QP.Modify(c.Now, a, m); err != nil {
+	if err := c.QP.Modify(a, m); err != nil {
 		c.t.Fatal(err)
 	}
 }
@@ -123,7 +123,7 @@ func (c *Context) PostRecv(id uint64, sgl ...SGE) {
 // PostSend posts a send WR and runs the requester.
 func (c *Context) PostSend(wr *SendWR) {
 	c.t.Helper()
-	if err := c.QP.PostSend(wr); err != nil {
+	if err := c.QP.PostSend(c.Now, wr); err != nil {
 		c.t.Fatal(err)
 	}
 	c.E.Process(c.Now)

@@ -34,7 +34,7 @@ func TestRDMASends(t *testing.T) {
 		if i%2 == 0 {
 			wr.Flags = FlagSignaled
 		}
-		if err := p.a.qp.PostSend(&wr); err != nil {
+		if err := p.a.qp.PostSend(p.now, &wr); err != nil {
 			t.Fatal(err)
 		}
 	}

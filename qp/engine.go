@@ -39,6 +39,12 @@ const (
 // Engine owns every QP of a device and drives them: Receive hands it
 // packets, Process runs timers and requesters, both at the time now. It is
 // not safe for concurrent use.
+//
+// Time is always an argument: Receive and Process take the time of their
+// turn, PostSend its WR's post time, CCStats the time it reports at.
+// Intervals are time.Time differences (Sub), so a clock that carries
+// monotonic readings, as time.Now's do, keeps RTTs, latencies and timers
+// true across steps of the wall clock.
 type Engine struct {
 	port Port
 	// MRs is the device's memory region table.
@@ -59,10 +65,11 @@ type Engine struct {
 	OnStateChange func(*StateChange)
 	// retiredLat holds the latency of destroyed QPs, for Latency.
 	retiredLat hist.Histogram
-	// TOS, when set, gives the TOS byte of a QP's packets: the hook for
-	// congestion control to mark data ECT(0). By default it is the QP's
-	// traffic class.
-	TOS func(q *QP, response bool) uint8
+	// ChooseTOS, when set, is called for each packet of a QP to choose
+	// its TOS byte (response: an ACK or a READ or atomic response), in
+	// place of the default: the QP's traffic class, or the AH's for a
+	// datagram, with ECT(0) on data when its congestion control marks.
+	ChooseTOS func(q *QP, response bool) uint8
 	// CC is the congestion control of QPs whose QPConfig names none: the
 	// device default. NewEngine sets "none" at DefaultLineRate with the
 	// firmware's notification point, so CE-marked packets are answered
@@ -129,7 +136,7 @@ func (e *Engine) CreateQP(cfg QPConfig) (*QP, error) {
 		cfg.MaxRecvSGE = 1
 	}
 	q := &QP{e: e, cfg: cfg}
-	if err := e.ccInit(q, cfg.CC, e.now); err != nil {
+	if err := e.ccInit(q, cfg.CC); err != nil {
 		return nil, fmt.Errorf("create QP: %w", err)
 	}
 	var idx uint32
@@ -262,7 +269,7 @@ func (e *Engine) Receive(now time.Time, pkts []*link.Packet) {
 	for _, lp := range pkts {
 		e.receiveOne(lp)
 	}
-	e.flush()
+	e.sendBatch()
 }
 
 func (e *Engine) receiveOne(lp *link.Packet) {
@@ -341,30 +348,32 @@ func (e *Engine) Process(now time.Time) {
 			e.retransTimeout(t.qp)
 		case timerRNR:
 			t.qp.req.waitRNR = false
-			e.kick(t.qp)
+			e.schedule(t.qp)
 		case timerCC:
 			e.ccTimer(t.qp)
 		case timerPace:
-			e.kick(t.qp)
+			e.schedule(t.qp)
 		}
 	}
 	n := len(e.ready)
 	for i := 0; i < n; i++ {
 		q := e.ready[i]
 		q.queued = false
-		more := q.resp.rdRes != nil && q.state.receives() && !e.pumpRead(q, sendBudget)
+		more := q.resp.rdRes != nil && q.state.receives() && !e.sendResponses(q, sendBudget)
 		if e.runRequester(q, sendBudget) || more {
-			e.kick(q)
+			e.schedule(q)
 		}
 	}
 	m := copy(e.ready, e.ready[n:])
 	clear(e.ready[m:])
 	e.ready = e.ready[:m]
-	e.flush()
+	e.sendBatch()
 }
 
-// kick puts a QP on the ready list.
-func (e *Engine) kick(q *QP) {
+// schedule puts a QP on the ready list, so the next Process runs its
+// requester and READ responses (rxe's rxe_sched_task); once is enough
+// however often it is asked.
+func (e *Engine) schedule(q *QP) {
 	if !q.queued {
 		q.queued = true
 		e.ready = append(e.ready, q)
@@ -382,7 +391,7 @@ func (e *Engine) newPacket(q *QP, bf *bth.BTHFields, payloadLen int, response bo
 	// Send a full batch before taking a buffer: the last packet of the
 	// batch has been filled by now, this one not yet.
 	if len(e.txq) == cap(e.txq) {
-		e.flush()
+		e.sendBatch()
 	}
 	if e.port.Alloc(e.one[:]) == 0 {
 		e.Counters.NoBuffer++
@@ -412,8 +421,8 @@ func (e *Engine) newPacket(q *QP, bf *bth.BTHFields, payloadLen int, response bo
 	lp.Remote = q.attr.DestAddr
 	lp.SrcPort = q.sport
 	switch {
-	case e.TOS != nil:
-		lp.TOS = e.TOS(q, response)
+	case e.ChooseTOS != nil:
+		lp.TOS = e.ChooseTOS(q, response)
 	case q.cc.ect && (!response || payloadLen > 0):
 		// Requests and READ responses carry ECT(0); ACKs stay
 		// Not-ECT, as ConnectX sends them.
@@ -427,7 +436,9 @@ func (e *Engine) newPacket(q *QP, bf *bth.BTHFields, payloadLen int, response bo
 	return lp, b[hl : hl+payloadLen]
 }
 
-func (e *Engine) flush() {
+// sendBatch hands the packets built so far (txq) to the port in one Send
+// and counts those it could not send.
+func (e *Engine) sendBatch() {
 	if len(e.txq) == 0 {
 		return
 	}

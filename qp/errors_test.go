@@ -49,11 +49,11 @@ func TestRemoteErrors(t *testing.T) {
 			p := newPair(t, pairConfig{mtu: 1024, retry: 7, rnrRetry: 7})
 			wr := tc.wr(p)
 			wr.ID = 1
-			if err := p.a.qp.PostSend(&wr); err != nil {
+			if err := p.a.qp.PostSend(p.now, &wr); err != nil {
 				t.Fatal(err)
 			}
 			for i := range 3 {
-				if err := p.a.qp.PostSend(&SendWR{ID: uint64(2 + i), Opcode: WRWrite, Flags: FlagSignaled, SGL: []SGE{p.a.sge(0, 8)}, RemoteAddr: memBase, RKey: p.b.mr.RKey}); err != nil {
+				if err := p.a.qp.PostSend(p.now, &SendWR{ID: uint64(2 + i), Opcode: WRWrite, Flags: FlagSignaled, SGL: []SGE{p.a.sge(0, 8)}, RemoteAddr: memBase, RKey: p.b.mr.RKey}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -71,7 +71,7 @@ func TestRemoteErrors(t *testing.T) {
 				t.Fatalf("states %v %v", p.a.qp.State(), p.b.qp.State())
 			}
 			// In ERR a new WR completes at once, flushed.
-			if err := p.a.qp.PostSend(&SendWR{ID: 9, Opcode: WRSend}); err != nil {
+			if err := p.a.qp.PostSend(p.now, &SendWR{ID: 9, Opcode: WRSend}); err != nil {
 				t.Fatal(err)
 			}
 			if wc := pollAll(p.a, p.a.scq); len(wc) != 1 || wc[0].Status != WCWRFlushErr || wc[0].WRID != 9 {
@@ -84,7 +84,7 @@ func TestRemoteErrors(t *testing.T) {
 func TestLocalErrors(t *testing.T) {
 	p := newPair(t, pairConfig{mtu: 1024, retry: 7, rnrRetry: 7})
 	// An SGE beyond its region: local protection error, QP to ERR.
-	if err := p.a.qp.PostSend(&SendWR{ID: 1, Opcode: WRSend, SGL: []SGE{p.a.sge(len(p.a.mem)-4, 8)}}); err != nil {
+	if err := p.a.qp.PostSend(p.now, &SendWR{ID: 1, Opcode: WRSend, SGL: []SGE{p.a.sge(len(p.a.mem)-4, 8)}}); err != nil {
 		t.Fatal(err)
 	}
 	p.a.e.Process(p.now)
@@ -95,7 +95,7 @@ func TestLocalErrors(t *testing.T) {
 	// A READ into a region without local write.
 	p = newPair(t, pairConfig{mtu: 1024, retry: 7, rnrRetry: 7})
 	ro, _ := p.a.e.MRs.Register(1, make([]byte, 64), 0x1000, 0)
-	if err := p.a.qp.PostSend(&SendWR{ID: 1, Opcode: WRRead, SGL: []SGE{{Addr: 0x1000, Length: 8, LKey: ro.LKey}}, RemoteAddr: memBase, RKey: p.b.mr.RKey}); err != nil {
+	if err := p.a.qp.PostSend(p.now, &SendWR{ID: 1, Opcode: WRRead, SGL: []SGE{{Addr: 0x1000, Length: 8, LKey: ro.LKey}}, RemoteAddr: memBase, RKey: p.b.mr.RKey}); err != nil {
 		t.Fatal(err)
 	}
 	p.a.e.Process(p.now)
@@ -109,7 +109,7 @@ func TestLocalErrors(t *testing.T) {
 // exhausted it fails with WCRNRRetryExcErr.
 func TestRNR(t *testing.T) {
 	p := newPair(t, pairConfig{mtu: 1024, retry: 7, rnrRetry: 7, rnrTimer: 1})
-	if err := p.a.qp.PostSend(&SendWR{ID: 1, Opcode: WRSend, Flags: FlagSignaled, SGL: []SGE{p.a.sge(0, 100)}}); err != nil {
+	if err := p.a.qp.PostSend(p.now, &SendWR{ID: 1, Opcode: WRSend, Flags: FlagSignaled, SGL: []SGE{p.a.sge(0, 100)}}); err != nil {
 		t.Fatal(err)
 	}
 	p.run(func() bool { return p.a.e.Stats().RNRNAKsRcvd >= 3 })
@@ -125,7 +125,7 @@ func TestRNR(t *testing.T) {
 	}
 
 	p = newPair(t, pairConfig{mtu: 1024, retry: 7, rnrRetry: 2, rnrTimer: 1})
-	if err := p.a.qp.PostSend(&SendWR{ID: 1, Opcode: WRSend, SGL: []SGE{p.a.sge(0, 100)}}); err != nil {
+	if err := p.a.qp.PostSend(p.now, &SendWR{ID: 1, Opcode: WRSend, SGL: []SGE{p.a.sge(0, 100)}}); err != nil {
 		t.Fatal(err)
 	}
 	p.run(func() bool { return p.a.scq.Len() == 1 })
@@ -140,7 +140,7 @@ func TestPeerGone(t *testing.T) {
 	p := newPair(t, pairConfig{mtu: 1024, retry: 3, rnrRetry: 7, faults: netem.Faults{Drop: 1}})
 	start := p.now
 	for i := range 3 {
-		if err := p.a.qp.PostSend(&SendWR{ID: uint64(i), Opcode: WRWrite, SGL: []SGE{p.a.sge(0, 10)}, RemoteAddr: memBase, RKey: p.b.mr.RKey}); err != nil {
+		if err := p.a.qp.PostSend(p.now, &SendWR{ID: uint64(i), Opcode: WRWrite, SGL: []SGE{p.a.sge(0, 10)}, RemoteAddr: memBase, RKey: p.b.mr.RKey}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -166,19 +166,19 @@ func TestStateAndQueueErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Unix(0, 0)
-	if err := q.PostSend(&SendWR{}); !errors.Is(err, ErrBadState) {
+	if err := q.PostSend(now, &SendWR{}); !errors.Is(err, ErrBadState) {
 		t.Errorf("post send in RESET: %v", err)
 	}
 	if err := q.PostRecv(&RecvWR{}); !errors.Is(err, ErrBadState) {
 		t.Errorf("post recv in RESET: %v", err)
 	}
-	if err := q.Modify(now, &Attr{State: StateRTR}, AttrState); !errors.Is(err, ErrBadTransition) {
+	if err := q.Modify(&Attr{State: StateRTR}, AttrState); !errors.Is(err, ErrBadTransition) {
 		t.Errorf("RESET to RTR: %v", err)
 	}
-	if err := q.Modify(now, &Attr{State: StateInit}, AttrState); !errors.Is(err, ErrMissingAttr) {
+	if err := q.Modify(&Attr{State: StateInit}, AttrState); !errors.Is(err, ErrMissingAttr) {
 		t.Errorf("RESET to INIT without access flags: %v", err)
 	}
-	if err := q.Modify(now, &Attr{State: StateInit, AccessFlags: AccessRemoteWrite}, AttrState|AttrAccessFlags); err != nil {
+	if err := q.Modify(&Attr{State: StateInit, AccessFlags: AccessRemoteWrite}, AttrState|AttrAccessFlags); err != nil {
 		t.Fatal(err)
 	}
 	if err := q.PostRecv(&RecvWR{}); err != nil {
@@ -189,43 +189,43 @@ func TestStateAndQueueErrors(t *testing.T) {
 	}
 	rtr := Attr{State: StateRTR, DestAddr: ctxPeer, PathMTU: 1000, DestQPN: 5, MaxDestRdAtomic: 1}
 	m := AttrState | AttrAV | AttrPathMTU | AttrDestQPN | AttrRQPSN | AttrMaxDestRdAtomic | AttrMinRNRTimer
-	if err := q.Modify(now, &rtr, m); !errors.Is(err, ErrBadAttr) {
+	if err := q.Modify(&rtr, m); !errors.Is(err, ErrBadAttr) {
 		t.Errorf("path MTU 1000: %v", err)
 	}
 	rtr.PathMTU = 1024
-	if err := q.Modify(now, &rtr, m); err != nil {
+	if err := q.Modify(&rtr, m); err != nil {
 		t.Fatal(err)
 	}
-	if err := q.PostSend(&SendWR{}); !errors.Is(err, ErrBadState) {
+	if err := q.PostSend(now, &SendWR{}); !errors.Is(err, ErrBadState) {
 		t.Errorf("post send in RTR: %v", err)
 	}
 	rts := Attr{State: StateRTS, Timeout: 32, RetryCnt: 7, RNRRetry: 7}
 	rm := AttrState | AttrTimeout | AttrRetryCnt | AttrRNRRetry | AttrSQPSN | AttrMaxQPRdAtomic
-	if err := q.Modify(now, &rts, rm); !errors.Is(err, ErrBadAttr) {
+	if err := q.Modify(&rts, rm); !errors.Is(err, ErrBadAttr) {
 		t.Errorf("timeout 32: %v", err)
 	}
 	rts.Timeout = 8
-	if err := q.Modify(now, &rts, rm); err != nil {
+	if err := q.Modify(&rts, rm); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 2 {
-		if err := q.PostSend(&SendWR{ID: uint64(i), Opcode: WRSend}); err != nil {
+		if err := q.PostSend(now, &SendWR{ID: uint64(i), Opcode: WRSend}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := q.PostSend(&SendWR{Opcode: WRSend}); !errors.Is(err, ErrQueueFull) {
+	if err := q.PostSend(now, &SendWR{Opcode: WRSend}); !errors.Is(err, ErrQueueFull) {
 		t.Errorf("third send on a queue of two: %v", err)
 	}
-	if err := q.PostSend(&SendWR{Opcode: WRSend, Flags: FlagInline, InlineData: make([]byte, 1)}); !errors.Is(err, ErrQueueFull) && !errors.Is(err, ErrBadWR) {
+	if err := q.PostSend(now, &SendWR{Opcode: WRSend, Flags: FlagInline, InlineData: make([]byte, 1)}); !errors.Is(err, ErrQueueFull) && !errors.Is(err, ErrBadWR) {
 		t.Errorf("inline beyond MaxInline: %v", err)
 	}
-	if err := q.Modify(now, &Attr{State: StateErr}, AttrState); err != nil {
+	if err := q.Modify(&Attr{State: StateErr}, AttrState); err != nil {
 		t.Fatal(err)
 	}
 	if n := cq.Len(); n != 3 {
 		t.Errorf("%d flush completions, want 3", n)
 	}
-	if err := q.Modify(now, &Attr{State: StateReset}, AttrState); err != nil {
+	if err := q.Modify(&Attr{State: StateReset}, AttrState); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -147,7 +147,7 @@ func runRandomSequence(t *testing.T, f netem.Faults, seed uint64) {
 	var sendWCs, recvWCs []Completion
 	p.run(func() bool {
 		for posted < len(plan) {
-			if err := a.qp.PostSend(&plan[posted].wr); err != nil {
+			if err := a.qp.PostSend(p.now, &plan[posted].wr); err != nil {
 				break // queue full: post the rest as completions drain it
 			}
 			posted++

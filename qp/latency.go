@@ -1,23 +1,13 @@
 package qp
 
-import (
-	"time"
+import "github.com/uroce/uroce/pkg/hist"
 
-	"github.com/uroce/uroce/pkg/hist"
-)
-
-// Completion latency: each send WQE carries the engine's time at PostSend,
+// Completion latency: each send WQE carries the time PostSend was given,
 // and a signaled WR that completes successfully records the time from then
 // to its completion in its QP's histogram (two atomic adds, no allocation,
 // no lock: a metrics reader snapshots it from any goroutine). Unsignaled
 // WRs are not recorded, as they have no completion to measure to; failed
 // and flushed ones neither, since their time says nothing about the path.
-
-// SetNow advances the engine's time without running anything, so that the
-// WRs posted next carry it as their post time. A caller that posts between
-// Process calls (package verbs) sets it first; Receive and Process set it
-// themselves.
-func (e *Engine) SetNow(now time.Time) { e.now = now }
 
 // recordLatency counts a successful WQE's completion latency if it is
 // signaled; the caller owns the engine, whose now is the completion time.

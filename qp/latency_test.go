@@ -39,8 +39,7 @@ func TestLatency(t *testing.T) {
 			}
 			p.a.e.Process(p.now)
 			p.now = p.now.Add(tt.post)
-			p.a.e.SetNow(p.now) // what package verbs does before a post
-			if err := p.a.qp.PostSend(&wr); err != nil {
+			if err := p.a.qp.PostSend(p.now, &wr); err != nil {
 				t.Fatal(err)
 			}
 			p.run(func() bool { return p.a.qp.sq.head == p.a.qp.sq.tail })
@@ -85,9 +84,8 @@ func TestLatencyMany(t *testing.T) {
 	posted := 0
 	for posted < n || p.a.qp.sq.head != p.a.qp.sq.tail {
 		if posted < n && p.a.qp.sq.tail-p.a.qp.sq.head < 8 {
-			p.a.e.SetNow(p.now)
 			wr := SendWR{ID: uint64(posted), Opcode: WRWrite, Flags: FlagSignaled, SGL: []SGE{p.a.sge(0, 64)}, RemoteAddr: memBase, RKey: p.b.mr.RKey}
-			if err := p.a.qp.PostSend(&wr); err != nil {
+			if err := p.a.qp.PostSend(p.now, &wr); err != nil {
 				t.Fatal(err)
 			}
 			posted++
@@ -119,19 +117,19 @@ func TestStateChange(t *testing.T) {
 	var got []StateChange
 	p.a.e.OnStateChange = func(c *StateChange) { got = append(got, *c) }
 	wr := SendWR{ID: 5, Opcode: WRWrite, Flags: FlagSignaled, SGL: []SGE{p.a.sge(0, 8)}, RemoteAddr: memBase, RKey: 0xbad}
-	if err := p.a.qp.PostSend(&wr); err != nil {
+	if err := p.a.qp.PostSend(p.now, &wr); err != nil {
 		t.Fatal(err)
 	}
 	wr.ID = 6
-	if err := p.a.qp.PostSend(&wr); err != nil {
+	if err := p.a.qp.PostSend(p.now, &wr); err != nil {
 		t.Fatal(err)
 	}
 	p.run(func() bool { return p.a.qp.sq.head == p.a.qp.sq.tail })
-	if err := p.a.qp.Modify(p.now, &Attr{State: StateReset}, AttrState); err != nil {
+	if err := p.a.qp.Modify(&Attr{State: StateReset}, AttrState); err != nil {
 		t.Fatal(err)
 	}
 	// A modify to the state the QP is in is no move.
-	if err := p.a.qp.Modify(p.now, &Attr{State: StateReset}, AttrState); err != nil {
+	if err := p.a.qp.Modify(&Attr{State: StateReset}, AttrState); err != nil {
 		t.Fatal(err)
 	}
 	want := []StateChange{
@@ -149,7 +147,7 @@ func TestStateChange(t *testing.T) {
 	// The responder's side moved to ERR on the NAK it sent, without a WR.
 	var peer []StateChange
 	p.b.e.OnStateChange = func(c *StateChange) { peer = append(peer, *c) }
-	if err := p.b.qp.Modify(p.now, &Attr{State: StateErr}, AttrState); err != nil {
+	if err := p.b.qp.Modify(&Attr{State: StateErr}, AttrState); err != nil {
 		t.Fatal(err)
 	}
 	if len(peer) != 0 {

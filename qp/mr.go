@@ -129,3 +129,51 @@ func (t *MRTable) Lookup(key, pd uint32, need Access) *MR {
 	}
 	return m
 }
+
+// resolveSGL appends to mrs the region of each SGE, with every flag in
+// need and holding the SGE's whole range, and nil for an empty SGE: the
+// checks rxe makes when a WQE's data is first touched (lookup_mr,
+// mr_check_range). It reports false at the first SGE that fails them.
+func (t *MRTable) resolveSGL(mrs []*MR, sge []SGE, pd uint32, need Access) ([]*MR, bool) {
+	for _, g := range sge {
+		if g.Length == 0 {
+			mrs = append(mrs, nil)
+			continue
+		}
+		m := t.Lookup(g.LKey, pd, need)
+		if m == nil {
+			return mrs, false
+		}
+		if _, ok := m.slice(g.Addr, uint64(g.Length)); !ok {
+			return mrs, false
+		}
+		mrs = append(mrs, m)
+	}
+	return mrs, true
+}
+
+// copySGL copies between b and the memory an SGL names, from byte off of
+// the SGL's concatenated buffers on: into the buffers when in, out of them
+// otherwise. mrs[i] is sge[i]'s region, resolved and range-checked when the
+// WQE was first used (nil for an empty SGE), as rxe's copy_data walks a
+// WQE's DMA state. It stops when b or the SGL runs out.
+func copySGL(sge []SGE, mrs []*MR, off uint32, b []byte, in bool) {
+	for i, g := range sge {
+		if len(b) == 0 {
+			return
+		}
+		if off >= g.Length {
+			off -= g.Length
+			continue
+		}
+		m, _ := mrs[i].slice(g.Addr+uint64(off), uint64(g.Length-off))
+		var n int
+		if in {
+			n = copy(m, b)
+		} else {
+			n = copy(b, m)
+		}
+		b = b[n:]
+		off = 0
+	}
+}

@@ -41,7 +41,7 @@ func TestEveryOpEverySize(t *testing.T) {
 					}
 					wr := &SendWR{ID: uint64(i), Opcode: op, Flags: FlagSignaled, Imm: 0x01020304 + uint32(i),
 						SGL: []SGE{a.sge(src, n)}, RemoteAddr: memBase + dst, RKey: b.mr.RKey}
-					if err := a.qp.PostSend(wr); err != nil {
+					if err := a.qp.PostSend(p.now, wr); err != nil {
 						t.Fatal(err)
 					}
 					p.run(func() bool { return a.scq.Len() == 1 && (!consumes || b.rcq.Len() == 1) })
@@ -82,7 +82,7 @@ func TestEveryOpEverySize(t *testing.T) {
 			binary.NativeEndian.PutUint64(b.mem[dst:], 1000)
 			post := func(wr *SendWR) Completion {
 				t.Helper()
-				if err := a.qp.PostSend(wr); err != nil {
+				if err := a.qp.PostSend(p.now, wr); err != nil {
 					t.Fatal(err)
 				}
 				p.run(func() bool { return a.scq.Len() == 1 })

@@ -103,7 +103,7 @@ func (p *pair) connect(s, peer *side, cfg pairConfig, psn uint32) {
 			AttrState | AttrTimeout | AttrRetryCnt | AttrRNRRetry | AttrSQPSN | AttrMaxQPRdAtomic},
 	}
 	for _, st := range steps {
-		if err := s.qp.Modify(p.now, &st.a, st.m); err != nil {
+		if err := s.qp.Modify(&st.a, st.m); err != nil {
 			p.t.Fatal(err)
 		}
 	}

@@ -47,7 +47,7 @@ type sendWQE struct {
 	inline   []byte
 	length   uint32
 	state    wqeState
-	posted   time.Time // the engine's time at PostSend, for Latency
+	posted   time.Time // PostSend's now, for Latency
 	status   WCStatus
 	firstPSN bth.PSN
 	lastPSN  bth.PSN
@@ -64,6 +64,20 @@ type recvWQE struct {
 	sge    []SGE
 	mrs    []*MR
 	length uint32
+}
+
+// set copies a receive WR whose SGL fits into the WQE. Its length is the
+// SGL's, at most 2^31 (the largest message, rxe's RXE_MAX_MSG_SIZE); its
+// keys are resolved when a message first lands in it.
+func (w *recvWQE) set(wr *RecvWR) {
+	w.id = wr.ID
+	w.sge = append(w.sge[:0], wr.SGL...)
+	var length uint64
+	for _, g := range wr.SGL {
+		length += uint64(g.Length)
+	}
+	w.length = uint32(min(length, 1<<31))
+	w.mrs = w.mrs[:0]
 }
 
 // sendQueue is the send WQE ring: the completer retires at head, the
@@ -132,12 +146,13 @@ func (q *QP) Attr() Attr { a := q.attr; a.State = q.state; return a }
 // Config returns the QP's capacities.
 func (q *QP) Config() QPConfig { return q.cfg }
 
-// PostSend queues a send work request. It returns ErrBadState unless the QP
-// is in RTS, SQD, SQE or ERR (where the WR completes flushed), ErrQueueFull
-// when MaxSendWR WRs are outstanding, and ErrBadWR for a malformed WR (on
-// a UD or GSI QP also: an opcode other than SEND, no AH or destination, a
-// remote QPN over 24 bits).
-func (q *QP) PostSend(wr *SendWR) error {
+// PostSend queues a send work request posted at now, the time its
+// completion latency counts from (Latency). It returns ErrBadState unless
+// the QP is in RTS, SQD, SQE or ERR (where the WR completes flushed),
+// ErrQueueFull when MaxSendWR WRs are outstanding, and ErrBadWR for a
+// malformed WR (on a UD or GSI QP also: an opcode other than SEND, no AH
+// or destination, a remote QPN over 24 bits).
+func (q *QP) PostSend(now time.Time, wr *SendWR) error {
 	if !q.state.CanPostSend() {
 		return fmt.Errorf("post send on QP %d: %w: %s", q.qpn, ErrBadState, q.state)
 	}
@@ -188,15 +203,15 @@ func (q *QP) PostSend(wr *SendWR) error {
 	}
 	w.length = uint32(length)
 	w.state, w.status = wqePosted, WCSuccess
-	w.posted = q.e.now
+	w.posted = now
 	w.offset, w.validated, w.hasRdAtomic = 0, false, false
 	s.tail++
 	q.Counters.PostedSends++
 	if q.state == StateErr {
-		q.flush()
+		q.flushQueues()
 		return nil
 	}
-	q.e.kick(q)
+	q.e.schedule(q)
 	return nil
 }
 
@@ -218,20 +233,10 @@ func (q *QP) PostRecv(wr *RecvWR) error {
 	if len(wr.SGL) > cap(w.sge) {
 		return fmt.Errorf("post recv: %w: %d SGEs, max %d", ErrBadWR, len(wr.SGL), cap(w.sge))
 	}
-	w.id = wr.ID
-	w.sge = append(w.sge[:0], wr.SGL...)
-	var length uint64
-	for _, g := range wr.SGL {
-		length += uint64(g.Length)
-	}
-	if length > 1<<31 {
-		length = 1 << 31
-	}
-	w.length = uint32(length)
-	w.mrs = w.mrs[:0]
+	w.set(wr)
 	r.tail++
 	if q.state == StateErr {
-		q.flush()
+		q.flushQueues()
 	}
 	return nil
 }
@@ -240,7 +245,7 @@ func (q *QP) PostRecv(wr *RecvWR) error {
 // checks of IBA 11.2.4.2: ErrBadTransition for a transition the spec does
 // not allow, ErrMissingAttr for a required attribute missing, ErrBadAttr
 // for a value out of range.
-func (q *QP) Modify(now time.Time, a *Attr, mask AttrMask) error {
+func (q *QP) Modify(a *Attr, mask AttrMask) error {
 	if err := checkModify(q.cfg.Type, q.state, a, mask); err != nil {
 		return fmt.Errorf("modify QP %d: %w", q.qpn, err)
 	}
@@ -313,11 +318,11 @@ func (q *QP) Modify(now time.Time, a *Attr, mask AttrMask) error {
 	case next == StateReset && prev != StateReset:
 		q.reset()
 	case next == StateErr && prev != StateErr:
-		q.toError(now)
+		q.toError()
 	case next == StateRTS:
-		q.e.kick(q)
+		q.e.schedule(q)
 	case next == StateSQD:
-		q.e.kick(q)
+		q.e.schedule(q)
 	}
 	return nil
 }
@@ -329,7 +334,7 @@ func (q *QP) reset() {
 	// A reset QP starts its congestion control afresh, as a new one
 	// would; the configuration it was given cannot fail twice.
 	cfg := q.cc.cfg
-	_ = q.e.ccInit(q, &cfg, q.e.now)
+	_ = q.e.ccInit(q, &cfg)
 	q.sq.head, q.sq.next, q.sq.tail = 0, 0, 0
 	q.rq.head, q.rq.tail = 0, 0
 	res := q.resp.res
@@ -372,26 +377,29 @@ func checkUDWR(wr *SendWR) error {
 
 // toError moves the QP to ERR and flushes every outstanding WR (IBA
 // 10.3.1: all WRs complete with a flush error).
-func (q *QP) toError(now time.Time) {
+func (q *QP) toError() {
 	q.e.stateChanged(q, q.state, StateErr, false)
 	q.state = StateErr
 	q.resp.rdRes = nil
 	q.e.stopTimer(&q.retrans)
 	q.e.stopTimer(&q.rnr)
 	q.req.needRetry, q.req.waitRNR = false, false
-	q.flush()
+	q.flushQueues()
 }
 
 // fail gives a send WQE an error status and moves the QP to ERR, as rxe's
 // COMPST_ERROR and requester error paths do: the WQE completes with its
 // status, every other outstanding WQE with a flush error, in order.
-func (q *QP) fail(now time.Time, w *sendWQE, st WCStatus) {
+func (q *QP) fail(w *sendWQE, st WCStatus) {
 	w.status = st
-	q.toError(now)
+	q.toError()
 }
 
-// flush completes every outstanding WR with WCWRFlushErr.
-func (q *QP) flush() {
+// flushQueues completes every outstanding WR, send and receive, with
+// WCWRFlushErr, or a failed send WQE with its own status (IBA 10.3.1: in
+// ERR every WR completes flushed; rxe's flush_send_queue and
+// flush_recv_queue).
+func (q *QP) flushQueues() {
 	for q.sq.head != q.sq.tail {
 		w := q.sq.at(q.sq.head)
 		if w.status == WCSuccess {

@@ -11,7 +11,7 @@ import "github.com/uroce/uroce/bth"
 //
 //   - the response in progress is r.rdRes, from r.rdPSN on; the pacer's
 //     timer in the engine's heap wakes the QP when tokens are there, and
-//     pumpRead carries on from where it stopped;
+//     sendResponses carries on from where it stopped;
 //   - READ and atomic requests that arrive meanwhile are executed at once
 //     and their resources marked owed: their responses follow in the
 //     order of the resource ring, which is PSN order (IBA 9.7.5.1.1:
@@ -52,8 +52,8 @@ func (e *Engine) oweResponse(q *QP, res *resource, psn bth.PSN, va uint64, n uin
 		r.ackOwed = pendingAck{}
 	}
 	e.startResponse(res, r, psn, va, n)
-	if !e.pumpRead(q, sendBudget) {
-		e.kick(q)
+	if !e.sendResponses(q, sendBudget) {
+		e.schedule(q)
 	}
 }
 
@@ -63,7 +63,7 @@ func (e *Engine) oweResponse(q *QP, res *resource, psn bth.PSN, va uint64, n uin
 // opcode sequence holds.
 func (e *Engine) startResponse(res *resource, r *responder, psn bth.PSN, va uint64, n uint32) {
 	res.owed = true
-	r.rdRes, r.rdPSN, r.rdVA, r.rdN, r.rdFresh = res, psn, va, n, psn == res.firstPSN
+	r.rdRes, r.rdPSN, r.rdVA, r.rdN, r.rdFirst = res, psn, va, n, psn == res.firstPSN
 }
 
 // nextResponse retires the response in progress and starts the next owed
@@ -102,11 +102,12 @@ func resIndex(rs []resource, res *resource) int {
 	return 0
 }
 
-// holdAck reports whether an ACK or NAK for psn must wait behind the
-// responses owed, and keeps it if so; the latest one held wins, as it says
-// all the earlier ones did. A class C NAK is never held: the QP goes to
-// the error state with it.
-func (e *Engine) holdAck(q *QP, syn bth.Syndrome, psn bth.PSN) bool {
+// ackAfterResponses reports whether an ACK or NAK for psn must wait
+// behind the responses owed, and if so keeps it in r.ackOwed to go out
+// after them (IBA 9.7.5.1.4); the latest one held wins, as it says all
+// the earlier ones did. A class C NAK is never held: the QP goes to the
+// error state with it.
+func (e *Engine) ackAfterResponses(q *QP, syn bth.Syndrome, psn bth.PSN) bool {
 	r := &q.resp
 	if r.rdRes == nil {
 		return false
@@ -118,12 +119,13 @@ func (e *Engine) holdAck(q *QP, syn bth.Syndrome, psn bth.PSN) bool {
 	return true
 }
 
-// pumpRead sends the owed responses, at most budget packets, as the QP's
-// pacer allows. It reports whether the QP need not run again for them:
-// they are all out, or the pacer's timer will wake it; false means the
-// budget ran out or the link had no buffer. Only FIRST, LAST and ONLY
-// carry an AETH (IBA 9.4.3); every packet carries the MSN of its request.
-func (e *Engine) pumpRead(q *QP, budget int) bool {
+// sendResponses sends the owed READ and atomic responses, at most budget
+// packets, as the QP's pacer allows (rxe's read_reply, resumable). It
+// reports whether the QP need not run again for them: they are all out,
+// or the pacer's timer will wake it; false means the budget ran out or
+// the link had no buffer. Only FIRST, LAST and ONLY carry an AETH (IBA
+// 9.4.3); every packet carries the MSN of its request.
+func (e *Engine) sendResponses(q *QP, budget int) bool {
 	r := &q.resp
 	var mr *MR
 	var mrOf *resource
@@ -157,9 +159,9 @@ func (e *Engine) pumpRead(q *QP, budget int) bool {
 		}
 		var op bth.Opcode
 		switch {
-		case r.rdFresh && r.rdN <= mtu:
+		case r.rdFirst && r.rdN <= mtu:
 			op = bth.RCReadResponseOnly
-		case r.rdFresh:
+		case r.rdFirst:
 			op = bth.RCReadResponseFirst
 		case r.rdN <= mtu:
 			op = bth.RCReadResponseLast
@@ -182,7 +184,7 @@ func (e *Engine) pumpRead(q *QP, budget int) bool {
 		}
 		budget--
 		e.ccSentResponse(q, lp.Len+ipUDPLen)
-		r.rdFresh = false
+		r.rdFirst = false
 		r.rdPSN = r.rdPSN.Next()
 		r.rdVA += uint64(size)
 		r.rdN -= size

@@ -132,7 +132,7 @@ func TestReadResponsePaced(t *testing.T) {
 			}
 			c.E.PacerBurst = burst
 			cfg := cc.DefaultConfig(cc.KindDCQCN, rate)
-			if err := c.QP.SetCC(c.Now, &cfg); err != nil {
+			if err := c.QP.SetCC(&cfg); err != nil {
 				t.Fatal(err)
 			}
 			t0 := c.Now
@@ -289,7 +289,7 @@ func BenchmarkPacedRead(b *testing.B) {
 	p := newPair(b, pairConfig{mtu: 4096, retry: 7, rnrRetry: 7, mem: 1 << 17})
 	p.b.e.PacerBurst = 8 << 10
 	cfg := cc.DefaultConfig(cc.KindDCQCN, cc.Gbps)
-	if err := p.b.qp.SetCC(p.now, &cfg); err != nil {
+	if err := p.b.qp.SetCC(&cfg); err != nil {
 		b.Fatal(err)
 	}
 	wr := SendWR{Opcode: WRRead, Flags: FlagSignaled, SGL: []SGE{p.a.sge(0, size)}, RemoteAddr: memBase + size, RKey: p.b.mr.RKey}
@@ -297,7 +297,7 @@ func BenchmarkPacedRead(b *testing.B) {
 	b.ReportAllocs()
 	start := p.now
 	for b.Loop() {
-		if err := p.a.qp.PostSend(&wr); err != nil {
+		if err := p.a.qp.PostSend(p.now, &wr); err != nil {
 			b.Fatal(err)
 		}
 		p.pump(p.a.scq, 1)

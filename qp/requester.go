@@ -29,7 +29,7 @@ const (
 // runRequester sends packets for q, at most budget of them. It reports
 // whether it stopped with work left (budget, no buffers), so the caller
 // should run it again; a requester blocked on an ACK, a credit or a timer is
-// kicked by whoever unblocks it.
+// scheduled by whoever unblocks it.
 func (e *Engine) runRequester(q *QP, budget int) bool {
 	if !q.state.sends() {
 		return false
@@ -89,13 +89,13 @@ func (e *Engine) runRequester(q *QP, budget int) bool {
 
 		case reqCheckWindow:
 			if q.req.psn.Diff(q.comp.psn) >= maxUnackedPSNs {
-				return false // the completer kicks us when ACKs arrive
+				return false // the completer schedules us when ACKs arrive
 			}
 			if budget == 0 {
 				return true
 			}
 			if e.ccHold(q, w.nextPayload(q.mtu)) {
-				return false // the pacer's timer or an ACK kicks us
+				return false // the pacer's timer or an ACK schedules us
 			}
 			state = reqSendPacket
 
@@ -111,7 +111,7 @@ func (e *Engine) runRequester(q *QP, budget int) bool {
 			}
 
 		case reqError:
-			q.fail(e.now, w, w.status)
+			q.fail(w, w.status)
 			return false
 		}
 	}
@@ -155,60 +155,51 @@ func (e *Engine) validateSendWQE(q *QP, w *sendWQE) WCStatus {
 	if w.wr.Opcode.isReadAtomic() {
 		need = AccessLocalWrite
 	}
-	for _, g := range w.sge {
-		if g.Length == 0 {
-			w.mrs = append(w.mrs, nil)
-			continue
-		}
-		m := e.MRs.Lookup(g.LKey, q.cfg.PD, need)
-		if m == nil {
-			return WCLocProtErr
-		}
-		if _, ok := m.slice(g.Addr, uint64(g.Length)); !ok {
-			return WCLocProtErr
-		}
-		w.mrs = append(w.mrs, m)
+	var ok bool
+	if w.mrs, ok = e.MRs.resolveSGL(w.mrs, w.sge, q.cfg.PD, need); !ok {
+		return WCLocProtErr
 	}
 	return WCSuccess
 }
 
-// nextOpcode returns the opcode of a SEND or WRITE packet by its place in
-// the message (IBA 9.4: FIRST, MIDDLE, LAST, ONLY; immediate data on the
-// last).
+// msgOpcodes are the opcodes of a SEND's or a WRITE's packets by their
+// place in the message (IBA 9.4: FIRST, MIDDLE, LAST, ONLY; immediate
+// data on the last).
+type msgOpcodes struct {
+	first, middle, last, lastImm, only, onlyImm bth.Opcode
+}
+
+var (
+	sendOpcodes  = msgOpcodes{bth.RCSendFirst, bth.RCSendMiddle, bth.RCSendLast, bth.RCSendLastImm, bth.RCSendOnly, bth.RCSendOnlyImm}
+	writeOpcodes = msgOpcodes{bth.RCWriteFirst, bth.RCWriteMiddle, bth.RCWriteLast, bth.RCWriteLastImm, bth.RCWriteOnly, bth.RCWriteOnlyImm}
+)
+
+// at returns the opcode of the packet that is first and/or last in its
+// message, with immediate data when imm.
+func (m *msgOpcodes) at(first, last, imm bool) bth.Opcode {
+	switch {
+	case first && last && imm:
+		return m.onlyImm
+	case first && last:
+		return m.only
+	case first:
+		return m.first
+	case last && imm:
+		return m.lastImm
+	case last:
+		return m.last
+	}
+	return m.middle
+}
+
+// nextOpcode returns the opcode of a request packet of op: for a SEND or
+// WRITE by its place in the message, for a READ or an atomic its one.
 func nextOpcode(op WROpcode, first, last bool) bth.Opcode {
 	switch op {
 	case WRSend, WRSendWithImm:
-		switch {
-		case first && last:
-			if op == WRSendWithImm {
-				return bth.RCSendOnlyImm
-			}
-			return bth.RCSendOnly
-		case first:
-			return bth.RCSendFirst
-		case last:
-			if op == WRSendWithImm {
-				return bth.RCSendLastImm
-			}
-			return bth.RCSendLast
-		}
-		return bth.RCSendMiddle
+		return sendOpcodes.at(first, last, op.hasImm())
 	case WRWrite, WRWriteWithImm:
-		switch {
-		case first && last:
-			if op == WRWriteWithImm {
-				return bth.RCWriteOnlyImm
-			}
-			return bth.RCWriteOnly
-		case first:
-			return bth.RCWriteFirst
-		case last:
-			if op == WRWriteWithImm {
-				return bth.RCWriteLastImm
-			}
-			return bth.RCWriteLast
-		}
-		return bth.RCWriteMiddle
+		return writeOpcodes.at(first, last, op.hasImm())
 	case WRRead:
 		return bth.RCReadRequest
 	case WRCompareSwap:
@@ -263,7 +254,7 @@ func (e *Engine) sendRequest(q *QP, w *sendWQE) bool {
 	bf.AckReq = last || q.req.noackPkts > maxPktPerAck || e.ccAckDue(q)
 	if bf.AckReq {
 		q.req.noackPkts = 0
-		q.cc.ackReqAt = e.now.UnixNano()
+		q.cc.ackReqAt = e.now
 	}
 	lp, dst := e.newPacket(q, &bf, int(payload), false)
 	if lp == nil {
@@ -311,19 +302,7 @@ func gather(dst []byte, w *sendWQE, off uint32) {
 		copy(dst, w.inline[off:])
 		return
 	}
-	for i, g := range w.sge {
-		if len(dst) == 0 {
-			return
-		}
-		if off >= g.Length {
-			off -= g.Length
-			continue
-		}
-		src, _ := w.mrs[i].slice(g.Addr+uint64(off), uint64(g.Length-off))
-		n := copy(dst, src)
-		dst = dst[n:]
-		off = 0
-	}
+	copySGL(w.sge, w.mrs, off, dst, false)
 }
 
 // retry rewinds the send queue for go-back-N from comp.psn (rxe's

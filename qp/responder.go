@@ -33,7 +33,7 @@ type responder struct {
 	rdPSN   bth.PSN
 	rdVA    uint64
 	rdN     uint32
-	rdFresh bool
+	rdFirst bool // the next packet is the response's first: FIRST or ONLY
 	// ackOwed is an ACK or NAK waiting behind owed responses.
 	ackOwed pendingAck
 	// A class C error being reported: the NAK syndrome and the status of
@@ -198,7 +198,7 @@ func (e *Engine) respond(q *QP, p *bth.Packet) {
 		case respErrClassC:
 			q.Counters.ErrNAKsSent++
 			e.sendAck(q, r.syndrome, psn)
-			q.toError(e.now)
+			q.toError()
 			return
 
 		case respDone:
@@ -412,33 +412,12 @@ func (r *responder) newResource() *resource {
 // resolving its keys on first use. It reports false for a bad key.
 func (e *Engine) scatterRecv(q *QP, w *recvWQE, off uint32, data []byte) bool {
 	if len(w.mrs) == 0 && len(w.sge) > 0 {
-		for _, g := range w.sge {
-			var m *MR
-			if g.Length > 0 {
-				m = e.MRs.Lookup(g.LKey, q.cfg.PD, AccessLocalWrite)
-				if m == nil {
-					return false
-				}
-				if _, ok := m.slice(g.Addr, uint64(g.Length)); !ok {
-					return false
-				}
-			}
-			w.mrs = append(w.mrs, m)
+		var ok bool
+		if w.mrs, ok = e.MRs.resolveSGL(w.mrs, w.sge, q.cfg.PD, AccessLocalWrite); !ok {
+			return false
 		}
 	}
-	for i, g := range w.sge {
-		if len(data) == 0 {
-			return true
-		}
-		if off >= g.Length {
-			off -= g.Length
-			continue
-		}
-		dst, _ := w.mrs[i].slice(g.Addr+uint64(off), uint64(g.Length-off))
-		n := copy(dst, data)
-		data = data[n:]
-		off = 0
-	}
+	copySGL(w.sge, w.mrs, off, data, true)
 	return true
 }
 
@@ -485,7 +464,7 @@ func (r *responder) find(psn bth.PSN, kind resKind) *resource {
 
 // sendAck sends an ACKNOWLEDGE with a syndrome for psn and the current MSN.
 func (e *Engine) sendAck(q *QP, syn bth.Syndrome, psn bth.PSN) {
-	if e.holdAck(q, syn, psn) {
+	if e.ackAfterResponses(q, syn, psn) {
 		return
 	}
 	bf := bth.BTHFields{Opcode: bth.RCAcknowledge, PSN: psn}

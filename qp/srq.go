@@ -150,13 +150,7 @@ func (s *SRQ) PostRecv(wr *RecvWR) error {
 	if len(wr.SGL) > cap(w.sge) {
 		return fmt.Errorf("post SRQ recv: %w: %d SGEs, max %d", ErrBadWR, len(wr.SGL), cap(w.sge))
 	}
-	w.id = wr.ID
-	w.sge = append(w.sge[:0], wr.SGL...)
-	var length uint64
-	for _, g := range wr.SGL {
-		length += uint64(g.Length)
-	}
-	w.length = uint32(min(length, 1<<31))
+	w.set(wr)
 	r.tail++
 	s.Counters.Posted++
 	return nil

@@ -99,7 +99,7 @@ func TestSRQManyQPs(t *testing.T) {
 					off := (qi*per + seq) * 256
 					copy(p.a.mem[off:], msg)
 					wr := SendWR{ID: uint64(off), Opcode: WRSend, Flags: FlagSignaled, SGL: []SGE{p.a.sge(off, n)}}
-					if err := q.PostSend(&wr); err != nil {
+					if err := q.PostSend(p.now, &wr); err != nil {
 						t.Fatal(err)
 					}
 					sent[binary.BigEndian.Uint32(msg)] = msg
@@ -162,7 +162,7 @@ func TestSRQLimitAndRNR(t *testing.T) {
 		for i := range k {
 			q := sp.aqps[i%2]
 			wr := SendWR{ID: uint64(i), Opcode: WRSend, Flags: FlagSignaled, SGL: []SGE{p.a.sge(0, 64)}}
-			if err := q.PostSend(&wr); err != nil {
+			if err := q.PostSend(p.now, &wr); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -231,7 +231,7 @@ func TestSRQErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q.Modify(time.Time{}, &Attr{State: StateInit}, AttrState|AttrAccessFlags|AttrPKeyIndex|AttrPort)
+	q.Modify(&Attr{State: StateInit}, AttrState|AttrAccessFlags|AttrPKeyIndex|AttrPort)
 	if err := q.PostRecv(&RecvWR{}); !errors.Is(err, ErrHasSRQ) {
 		t.Errorf("PostRecv on a QP with an SRQ: %v", err)
 	}
@@ -322,7 +322,7 @@ func TestUDProperty(t *testing.T) {
 				off := i % 256 * 2048
 				copy(a.mem[off:], msg)
 				wr := SendWR{ID: uint64(i), Opcode: WRSend, SGL: []SGE{a.sge(off, size)}, AH: ah, RemoteQPN: b.qp.QPN(), RemoteQKey: qk}
-				if err := a.qp.PostSend(&wr); err != nil {
+				if err := a.qp.PostSend(p.now, &wr); err != nil {
 					t.Fatal(err)
 				}
 				a.e.Process(p.now)
@@ -373,7 +373,7 @@ func TestUDWithSRQ(t *testing.T) {
 		a Attr
 		m AttrMask
 	}{{Attr{State: StateInit, QKey: 5}, AttrState | AttrQKey}, {Attr{State: StateRTR}, AttrState}} {
-		if err := q.Modify(p.now, &st.a, st.m); err != nil {
+		if err := q.Modify(&st.a, st.m); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -382,7 +382,7 @@ func TestUDWithSRQ(t *testing.T) {
 	send := func(n int) {
 		copy(a.mem, udPayload(n, n))
 		wr := SendWR{Opcode: WRSend, SGL: []SGE{a.sge(0, n)}, AH: &AH{DGID: b.l.Info().Addr}, RemoteQPN: q.QPN(), RemoteQKey: 5}
-		if err := a.qp.PostSend(&wr); err != nil {
+		if err := a.qp.PostSend(p.now, &wr); err != nil {
 			t.Fatal(err)
 		}
 		a.e.Process(p.now)

@@ -85,7 +85,7 @@ func (e *Engine) runUDRequester(q *QP, budget int) bool {
 		w := q.sq.at(q.sq.next)
 		if !w.validated {
 			if st := e.validateSendWQE(q, w); st != WCSuccess {
-				q.fail(e.now, w, st)
+				q.fail(w, st)
 				return false
 			}
 			w.validated = true
@@ -137,7 +137,7 @@ func (e *Engine) sendDatagram(q *QP, w *sendWQE) bool {
 	}
 	lp.Remote = w.ah.DGID.Unmap()
 	lp.Local = w.ah.SGID.Unmap()
-	if e.TOS == nil {
+	if e.ChooseTOS == nil {
 		lp.TOS = w.ah.TrafficClass
 	}
 	q.req.psn = q.req.psn.Next()
@@ -187,7 +187,7 @@ func (e *Engine) receiveDatagram(q *QP, p *bth.Packet, lp *link.Packet) {
 		// A bad local key in the receive WQE: the WQE completes in
 		// error and the QP goes to ERR, as rxe's malformed-WQE path.
 		q.completeDatagram(w, WCLocProtErr, 0, 0, 0, d.SrcQP(), lp)
-		q.toError(e.now)
+		q.toError()
 		return
 	}
 	flags, imm := WCGRH, uint32(0)

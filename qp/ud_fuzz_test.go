@@ -51,7 +51,7 @@ func FuzzDatagram(f *testing.F) {
 			{Attr{State: StateRTR}, AttrState},
 			{Attr{State: StateRTS, SQPSN: 1}, AttrState | AttrSQPSN},
 		} {
-			if err := q.Modify(now, &st.a, st.m); err != nil {
+			if err := q.Modify(&st.a, st.m); err != nil {
 				t.Fatal(err)
 			}
 		}

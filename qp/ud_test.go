@@ -86,7 +86,7 @@ func (p *udPair) newSide(l *pipe.Link, cfg udConfig) *udSide {
 		{Attr{State: StateRTS, SQPSN: cfg.psn}, AttrState | AttrSQPSN},
 	}
 	for _, st := range steps {
-		if err := s.qp.Modify(p.now, &st.a, st.m); err != nil {
+		if err := s.qp.Modify(&st.a, st.m); err != nil {
 			p.t.Fatal(err)
 		}
 	}
@@ -167,7 +167,7 @@ func TestUDSendRecv(t *testing.T) {
 			ah := &AH{DGID: fam.b, TrafficClass: 0x20}
 			wr := SendWR{ID: 1, Opcode: WRSendWithImm, Flags: FlagSignaled, Imm: 0xabcd, SGL: []SGE{a.sge(4096, len(msg))},
 				AH: ah, RemoteQPN: b.qp.QPN(), RemoteQKey: 0x11111111}
-			if err := a.qp.PostSend(&wr); err != nil {
+			if err := a.qp.PostSend(p.now, &wr); err != nil {
 				t.Fatal(err)
 			}
 			// The send completes as its packet leaves.
@@ -226,7 +226,7 @@ func TestUDDrops(t *testing.T) {
 	send := func(id uint64, n int, qkey uint32) {
 		t.Helper()
 		wr := SendWR{ID: id, Opcode: WRSend, Flags: FlagSignaled, SGL: []SGE{a.sge(0, n)}, AH: ah, RemoteQPN: b.qp.QPN(), RemoteQKey: qkey}
-		if err := a.qp.PostSend(&wr); err != nil {
+		if err := a.qp.PostSend(p.now, &wr); err != nil {
 			t.Fatal(err)
 		}
 		p.settle()
@@ -274,7 +274,7 @@ func TestUDDrops(t *testing.T) {
 		{Opcode: WRSend, AH: &AH{}, SGL: []SGE{a.sge(0, 1)}},
 		{Opcode: WRSend, AH: ah, RemoteQPN: 1 << 24},
 	} {
-		if err := a.qp.PostSend(&wr); !errors.Is(err, ErrBadWR) {
+		if err := a.qp.PostSend(p.now, &wr); !errors.Is(err, ErrBadWR) {
 			t.Errorf("%+v: %v, want ErrBadWR", wr, err)
 		}
 	}
@@ -287,7 +287,6 @@ func TestUDModify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := time.Unix(0, 0)
 	for _, c := range []struct {
 		name string
 		a    Attr
@@ -302,7 +301,7 @@ func TestUDModify(t *testing.T) {
 		{"rts without psn", Attr{State: StateRTS}, AttrState, ErrMissingAttr},
 		{"rts", Attr{State: StateRTS, SQPSN: 9, QKey: 6}, AttrState | AttrSQPSN | AttrQKey, nil},
 	} {
-		err := q.Modify(now, &c.a, c.m)
+		err := q.Modify(&c.a, c.m)
 		if !errors.Is(err, c.want) || (err == nil) != (c.want == nil) {
 			t.Fatalf("%s: %v, want %v", c.name, err, c.want)
 		}
@@ -330,7 +329,7 @@ func TestGSIQP(t *testing.T) {
 		t.Fatalf("RC QP after GSI: %v %d", err, rc.QPN())
 	}
 	// The GSI QP needs no Q_Key to reach INIT: it is fixed.
-	if err := g.Modify(time.Time{}, &Attr{State: StateInit}, AttrState); err != nil {
+	if err := g.Modify(&Attr{State: StateInit}, AttrState); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.AppendQPs(nil); len(got) != 2 || got[0] != g {
@@ -387,7 +386,7 @@ func TestUDMatchesCapture(t *testing.T) {
 			pay := fr.Payload()
 			copy(a.mem, pay)
 			wr := SendWR{Opcode: WRSend, SGL: []SGE{a.sge(0, len(pay))}, AH: &AH{DGID: dst}, RemoteQPN: fr.BTH().DestQP(), RemoteQKey: fr.DETH().QKey()}
-			if err := a.qp.PostSend(&wr); err != nil {
+			if err := a.qp.PostSend(p.now, &wr); err != nil {
 				t.Fatal(err)
 			}
 			a.e.Process(p.now)

@@ -17,7 +17,7 @@ func (d *Device) SetCC(cfg cc.Config) error {
 	if cfg.LineRate == 0 {
 		cfg.LineRate = qp.DefaultLineRate
 	}
-	if _, err := cc.New(&cfg, time.Time{}); err != nil {
+	if _, err := cc.New(&cfg); err != nil {
 		return fmt.Errorf("set congestion control: %w", err)
 	}
 	return d.withEngine(func() error { d.e.CC = cfg; return nil })
@@ -28,7 +28,7 @@ func (d *Device) SetCC(cfg cc.Config) error {
 // cc.ErrBadParams.
 func (q *QueuePair) SetCC(cfg *cc.Config) error {
 	d := q.pd.d
-	return d.withEngine(func() error { return q.q.SetCC(d.clock(), cfg) })
+	return d.withEngine(func() error { return q.q.SetCC(cfg) })
 }
 
 // CCStats returns the QP's congestion control state: the mlx5 counters

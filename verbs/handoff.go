@@ -115,8 +115,7 @@ func (d *Device) runHandedOver() int {
 			if d.closed.Load() {
 				r.err = errSendClosed
 			} else {
-				d.e.SetNow(d.clock()) // the WR's post time, for Latency
-				r.err = r.q.PostSend(&r.send)
+				r.err = r.q.PostSend(d.clock(), &r.send)
 			}
 		case reqRecv:
 			if d.closed.Load() {

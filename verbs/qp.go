@@ -95,7 +95,7 @@ func (q *QueuePair) Modify(a *QPAttr, mask AttrMask) error {
 	if mask&qp.AttrPathMTU != 0 && a.PathMTU > d.MaxPathMTU() {
 		return fmt.Errorf("modify QP %d: %w: %d > %d", q.QPN(), ErrMTU, a.PathMTU, d.MaxPathMTU())
 	}
-	if err := d.withEngine(func() error { return q.q.Modify(d.clock(), a, mask) }); err != nil {
+	if err := d.withEngine(func() error { return q.q.Modify(a, mask) }); err != nil {
 		return err
 	}
 	if r, ok := d.l.(link.Resolver); ok && mask&qp.AttrAV != 0 {
@@ -181,8 +181,7 @@ func (q *QueuePair) PostSend(wr *SendWR) error {
 	if d.tryOwn() {
 		err := errSendClosed
 		if !d.closed.Load() {
-			d.e.SetNow(d.clock()) // the WR's post time, for Latency
-			err = q.q.PostSend(wr)
+			err = q.q.PostSend(d.clock(), wr)
 		}
 		d.runHandedOver()
 		d.runEngine()

@@ -205,14 +205,14 @@ func (s *Sim) handle(e event) {
 	case evStart:
 		cfg := s.cfg
 		var err error
-		if f.alg, err = cc.New(&cfg, now); err != nil {
+		if f.alg, err = cc.New(&cfg); err != nil {
 			panic(err)
 		}
-		if f.np, err = cc.New(&cfg, now); err != nil {
+		if f.np, err = cc.New(&cfg); err != nil {
 			panic(err)
 		}
 		f.active = true
-		f.pacer = cc.NewPacer(now, f.alg.Rate(), s.p.MTU)
+		f.pacer = cc.NewPacer(f.alg.Rate(), s.p.MTU)
 		f.lastRate = f.alg.Rate()
 		s.wake(e.flow, e.at)
 	case evStop:
