@@ -141,10 +141,13 @@ func (c *config) maxSize() int { return max(slices.Max(c.sizes()), c.size) }
 
 // parseArgs reads a subcommand's arguments. Like perftest's getopt_long it
 // takes the peer address anywhere among the flags.
-func parseArgs(k kind, args []string, errOut io.Writer) (*config, error) {
+func parseArgs(k kind, args []string, _ io.Writer) (*config, error) {
 	c := &config{kind: k}
 	fs := flag.NewFlagSet("uroce-perf "+k.name, flag.ContinueOnError)
-	fs.SetOutput(errOut)
+	// The flag package would print an error and the whole usage on its
+	// own; the caller prints the error, once.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	defIters, defSize, defTx, defInline := 1000, 2, 1, 220
 	if k.bw {
 		defIters, defSize, defTx, defInline = 5000, 65536, 128, 0
@@ -191,7 +194,7 @@ func parseArgs(k kind, args []string, errOut io.Writer) (*config, error) {
 	fs.StringVar(&c.metrics, "metrics", "", "serve Prometheus metrics at http://`addr`/metrics during the test, e.g. :9090")
 	for {
 		if err := fs.Parse(args); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrUsage, err)
+			return nil, fmt.Errorf("%w: %v (uroce-perf %s -h lists the flags)", ErrUsage, err, k.name)
 		}
 		args = fs.Args()
 		if len(args) == 0 {

@@ -19,13 +19,22 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "uroce-perf:", err)
-		if errors.Is(err, ErrUsage) {
-			os.Exit(2)
-		}
-		os.Exit(1)
+	os.Exit(mainCode(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// mainCode runs the command and returns its exit status: 0, 2 for a
+// command line that describes no test, 1 for a failed run. It prints the
+// error, once, on stderr.
+func mainCode(args []string, stdout, stderr io.Writer) int {
+	err := run(args, stdout, stderr)
+	if err == nil {
+		return 0
 	}
+	fmt.Fprintln(stderr, "uroce-perf:", err)
+	if errors.Is(err, ErrUsage) {
+		return 2
+	}
+	return 1
 }
 
 func usage(w io.Writer) {

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// cliCase is one command line run through mainCode: its exit status and
+// what standard output and standard error must (and must not) hold.
+type cliCase struct {
+	name    string
+	args    []string
+	code    int
+	stdout  []string // substrings
+	stderr  []string // substrings
+	once    string   // appears exactly once in stderr
+	noOut   bool     // stdout empty
+	noErr   bool     // stderr empty
+	without []string // in neither
+}
+
+func runCLI(t *testing.T, tests []cliCase) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var so, se bytes.Buffer
+			code := mainCode(tt.args, &so, &se)
+			out, errOut := so.String(), se.String()
+			if code != tt.code {
+				t.Errorf("uroce-perf %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(tt.args, " "), code, tt.code, out, errOut)
+			}
+			for _, s := range tt.stdout {
+				if !strings.Contains(out, s) {
+					t.Errorf("stdout lacks %q:\n%s", s, out)
+				}
+			}
+			for _, s := range tt.stderr {
+				if !strings.Contains(errOut, s) {
+					t.Errorf("stderr lacks %q:\n%s", s, errOut)
+				}
+			}
+			if tt.once != "" {
+				if n := strings.Count(errOut, tt.once); n != 1 {
+					t.Errorf("stderr holds %q %d times, want once:\n%s", tt.once, n, errOut)
+				}
+			}
+			if tt.noOut && out != "" {
+				t.Errorf("stdout not empty:\n%s", out)
+			}
+			if tt.noErr && errOut != "" {
+				t.Errorf("stderr not empty:\n%s", errOut)
+			}
+			for _, s := range tt.without {
+				if strings.Contains(out+errOut, s) {
+					t.Errorf("output holds %q:\nstdout:\n%s\nstderr:\n%s", s, out, errOut)
+				}
+			}
+		})
+	}
+}
+
+// TestCLIParseErrors: a bad flag or value is said once, on stderr, with
+// exit status 2 and a pointer to -h instead of the whole flag list.
+func TestCLIParseErrors(t *testing.T) {
+	runCLI(t, []cliCase{
+		{name: "bad size", args: []string{"write_lat", "-s", "abc"}, code: 2,
+			once: `invalid value "abc" for flag -s`, stderr: []string{"uroce-perf write_lat -h"}, noOut: true,
+			without: []string{"Usage of"}},
+		{name: "bad size long", args: []string{"send_bw", "--size=1x"}, code: 2,
+			once: `invalid value "1x" for flag -size`, noOut: true},
+		{name: "unknown flag", args: []string{"read_lat", "--zz"}, code: 2,
+			once: "flag provided but not defined: -zz", stderr: []string{"uroce-perf read_lat -h"}, noOut: true},
+		{name: "check", args: []string{"write_lat", "-c", "UC"}, code: 2,
+			once: "connection type UC", noOut: true},
+	})
+}
