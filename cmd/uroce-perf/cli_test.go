@@ -75,3 +75,23 @@ func TestCLIParseErrors(t *testing.T) {
 			once: "connection type UC", noOut: true},
 	})
 }
+
+// TestCLIHelp: -h and --help print the usage on standard output and exit
+// 0, for the command and for each test.
+func TestCLIHelp(t *testing.T) {
+	var tests []cliCase
+	for _, h := range []string{"-h", "--help", "-help"} {
+		tests = append(tests, cliCase{name: "command" + h, args: []string{h}, code: 0,
+			stdout: []string{"usage: uroce-perf TEST"}, noErr: true})
+		for _, k := range kinds {
+			tests = append(tests, cliCase{name: k.name + h, args: []string{k.name, h}, code: 0,
+				stdout:  []string{"usage: uroce-perf " + k.name + " [flags] [peer]", "-s int", "-x int", "-R\t"},
+				noErr:   true,
+				without: []string{"help requested"}})
+		}
+	}
+	// -h after other flags, as perftest's getopt takes it anywhere.
+	tests = append(tests, cliCase{name: "late", args: []string{"write_bw", "-s", "64", "10.0.0.1", "-h"}, code: 0,
+		stdout: []string{"usage: uroce-perf write_bw"}, noErr: true})
+	runCLI(t, tests)
+}

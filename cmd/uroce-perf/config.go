@@ -139,13 +139,19 @@ func (c *config) sizes() []int {
 
 func (c *config) maxSize() int { return max(slices.Max(c.sizes()), c.size) }
 
+// errHelp is parseArgs' answer to -h, --help: it printed the test's
+// usage and the command ends with status 0, as perftest's usage() is
+// printed on standard output.
+var errHelp = errors.New("help printed")
+
 // parseArgs reads a subcommand's arguments. Like perftest's getopt_long it
-// takes the peer address anywhere among the flags.
-func parseArgs(k kind, args []string, _ io.Writer) (*config, error) {
+// takes the peer address anywhere among the flags. Given -h it prints the
+// test's usage to helpOut and returns errHelp.
+func parseArgs(k kind, args []string, helpOut io.Writer) (*config, error) {
 	c := &config{kind: k}
 	fs := flag.NewFlagSet("uroce-perf "+k.name, flag.ContinueOnError)
 	// The flag package would print an error and the whole usage on its
-	// own; the caller prints the error, once.
+	// own; the caller prints the error, once, and -h prints the usage.
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	defIters, defSize, defTx, defInline := 1000, 2, 1, 220
@@ -193,7 +199,12 @@ func parseArgs(k kind, args []string, _ io.Writer) (*config, error) {
 	fs.BoolVar(&c.rdmaCM, "rdma_cm", false, "same as -R")
 	fs.StringVar(&c.metrics, "metrics", "", "serve Prometheus metrics at http://`addr`/metrics during the test, e.g. :9090")
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(helpOut, "usage: uroce-perf %s [flags] [peer]   (no peer: the server)\n\nFlags, as perftest's ib_%s where it has them:\n", k.name, k.name)
+			fs.SetOutput(helpOut)
+			fs.PrintDefaults()
+			return nil, errHelp
+		} else if err != nil {
 			return nil, fmt.Errorf("%w: %v (uroce-perf %s -h lists the flags)", ErrUsage, err, k.name)
 		}
 		args = fs.Args()

@@ -55,7 +55,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if args[0] == "bench" {
 		return benchSideBySide(args[1:], stdout, stderr)
 	}
-	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
 		usage(stdout)
 		return nil
 	}
@@ -64,7 +64,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 		usage(stderr)
 		return fmt.Errorf("%w: unknown test %q", ErrUsage, args[0])
 	}
-	cfg, err := parseArgs(k, args[1:], stderr)
+	cfg, err := parseArgs(k, args[1:], stdout)
+	if errors.Is(err, errHelp) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
