@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"net"
 	"strings"
 	"testing"
 )
@@ -93,5 +94,38 @@ func TestCLIHelp(t *testing.T) {
 	// -h after other flags, as perftest's getopt takes it anywhere.
 	tests = append(tests, cliCase{name: "late", args: []string{"write_bw", "-s", "64", "10.0.0.1", "-h"}, code: 0,
 		stdout: []string{"usage: uroce-perf write_bw"}, noErr: true})
+	runCLI(t, tests)
+}
+
+// freePort returns a TCP port nothing listens on at the moment.
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	return port
+}
+
+// TestCLIGIDIndex: a -x the device's GID table does not hold fails at
+// once with status 2, on either side and with or without -R, before the
+// server waits or the client connects; -x 0 is the device's one GID.
+func TestCLIGIDIndex(t *testing.T) {
+	srv, cli := loopbackPair(t)
+	port := freePort(t)
+	var tests []cliCase
+	for _, cm := range [][]string{nil, {"-R"}} {
+		for _, x := range []string{"99", "1", "-1"} {
+			flags := append([]string{"-x", x, "-p", port}, cm...)
+			tests = append(tests,
+				cliCase{name: "server" + strings.Join(flags, "_"), args: append([]string{"write_lat", "--ip", srv.String()}, flags...), code: 2,
+					once:    "-x " + x + ": GID index out of range: device udp:" + srv.String() + " has 1 GID(s), index 0 to 0",
+					without: []string{"Waiting for client"}},
+				cliCase{name: "client" + strings.Join(flags, "_"), args: append([]string{"read_bw", "--ip", cli.String(), srv.String()}, flags...), code: 2,
+					once: "-x " + x + ": GID index out of range", without: []string{"connect"}})
+		}
+	}
 	runCLI(t, tests)
 }

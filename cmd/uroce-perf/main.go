@@ -119,13 +119,38 @@ func runWith(ctx context.Context, cfg *config, ln net.Listener, stdout io.Writer
 // waitingBanner is what perftest's server prints while it waits.
 const waitingBanner = "\n************************************\n* Waiting for client to connect... *\n************************************\n"
 
-// openLocal opens the device on the address the flags pick (localAddr).
+// openLocal opens the device on the address the flags pick (localAddr)
+// and checks -x against its GID table before any connection is made, as
+// perftest queries the GID before its exchange.
 func openLocal(cfg *config) (*verbs.Device, string, error) {
 	local, err := localAddr(cfg)
 	if err != nil {
 		return nil, "", err
 	}
-	return openDevice(cfg, local)
+	dev, name, err := openDevice(cfg, local)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := checkGIDIndex(cfg.gidIdx, dev, name); err != nil {
+		dev.Close()
+		return nil, "", err
+	}
+	return dev, name, nil
+}
+
+// checkGIDIndex fails a GID index the device's table does not hold. A
+// uroce device has one GID, its address, at index 0, where rxe's IPv4 GID
+// is usually at 1 or 3: a -x copied from an rxe command line says so.
+func checkGIDIndex(idx int, dev *verbs.Device, name string) error {
+	if _, err := dev.GID(idx); err == nil {
+		return nil
+	}
+	if name == "" {
+		name = dev.Addr().String()
+	}
+	gids := dev.GIDs()
+	return fmt.Errorf("%w: -x %d: GID index out of range: device %s has %d GID(s), index 0 to %d: %v (a uroce device's GID is its address)",
+		ErrUsage, idx, name, len(gids), len(gids)-1, gids)
 }
 
 // runOn runs a test on an established exchange connection and device,
