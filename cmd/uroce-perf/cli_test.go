@@ -5,6 +5,7 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 )
 
 // cliCase is one command line run through mainCode: its exit status and
@@ -128,4 +129,40 @@ func TestCLIGIDIndex(t *testing.T) {
 		}
 	}
 	runCLI(t, tests)
+}
+
+// TestCLINoServer: a client whose server is not there fails at once, as
+// perftest's "Couldn't connect to HOST:PORT", with the address, the port
+// and the cause; --timeout (10 minutes here) is no wait for a server.
+func TestCLINoServer(t *testing.T) {
+	srv, cli := loopbackPair(t)
+	port := freePort(t)
+	runCLI(t, []cliCase{
+		{name: "tcp", args: []string{"write_lat", "--timeout", "10m", "--ip", cli.String(), "-p", port, srv.String()}, code: 1,
+			once: "couldn't connect to " + net.JoinHostPort(srv.String(), port) + ": connection refused (start the server first", noOut: true},
+	})
+	// The server's host is up, with a RoCE device and its CM, but the
+	// test is not started there: the CM refuses the REQ.
+	openCM(t, srv)
+	runCLI(t, []cliCase{
+		{name: "rdma_cm", args: []string{"send_bw", "-R", "--timeout", "10m", "--ip", cli.String(), "-p", port, srv.String()}, code: 1,
+			once: "dial " + net.JoinHostPort(srv.String(), port) + ": connection rejected: invalid service ID (nobody listens on port " + port + " there: start the server first", noOut: true},
+	})
+}
+
+// TestSayIfSlow: the client's waiting notice comes after slowAnswer, and
+// not at all when the answer comes first.
+func TestSayIfSlow(t *testing.T) {
+	w := newBannerWriter("slow")
+	sayIfSlow(w, "quick")()
+	stop := sayIfSlow(w, "slow")
+	select {
+	case <-w.seen:
+	case <-time.After(time.Minute):
+	}
+	stop()
+	if got := w.String(); got != "uroce-perf: slow\n" {
+		t.Errorf("notices %q, want only the slow one", got)
+	}
+	sayIfSlow(nil, "nowhere")()
 }

@@ -115,6 +115,9 @@ type config struct {
 	// rdmaCM (-R) connects the QPs by rdma_cm and runs the exchange
 	// over it instead of TCP (rdmacm.go).
 	rdmaCM bool
+	// notice, when set, is where a client says that its server has not
+	// answered yet (standard error; standard output is perftest's).
+	notice io.Writer
 }
 
 // allSizes are the sizes of -a: 2 B to 8 MiB, as perftest's RUN_ALL loop

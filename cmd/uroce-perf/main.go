@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/uroce/uroce/pkg/link"
@@ -71,6 +72,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	cfg.notice = stderr
 	return runTest(context.Background(), cfg, stdout)
 }
 
@@ -107,7 +109,11 @@ func runWith(ctx context.Context, cfg *config, ln net.Listener, stdout io.Writer
 			return err
 		}
 	} else {
-		if conn, err = dial(ctx, net.JoinHostPort(cfg.peer, strconv.Itoa(cfg.port)), cfg.timeout); err != nil {
+		addr := net.JoinHostPort(cfg.peer, strconv.Itoa(cfg.port))
+		stop := sayIfSlow(cfg.notice, fmt.Sprintf("no answer yet from %s: waiting up to %v (--timeout)", addr, cfg.timeout))
+		conn, err = dial(ctx, addr, cfg.timeout)
+		stop()
+		if err != nil {
 			return err
 		}
 	}
@@ -216,21 +222,57 @@ func accept(ctx context.Context, ln net.Listener) (net.Conn, error) {
 	return c, nil
 }
 
-// dial connects to the server, retrying while it is not yet listening
-// (perftest's client fails at once; waiting is kinder to scripts that
-// start both ends together).
+// dial connects to the server once, as perftest's client does: nobody
+// listening there is an error at once ("Couldn't connect to HOST:PORT"),
+// not a wait. timeout bounds a connect that gets no answer at all.
 func dial(ctx context.Context, addr string, timeout time.Duration) (net.Conn, error) {
-	deadline := time.Now().Add(timeout)
-	for {
-		var d net.Dialer
-		c, err := d.DialContext(ctx, "tcp", addr)
-		if err == nil {
-			return c, nil
+	d := net.Dialer{Timeout: timeout}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		// The dialer's own "dial tcp ADDR: connect:" repeats what the
+		// message says; keep its cause.
+		var op *net.OpError
+		if errors.As(err, &op) {
+			err = op.Err
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return nil, fmt.Errorf("connect to %s: %w", addr, err)
+		var se *os.SyscallError
+		if errors.As(err, &se) {
+			err = se.Err
 		}
-		time.Sleep(50 * time.Millisecond)
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			return nil, fmt.Errorf("couldn't connect to %s: %w (start the server first: the same test without a peer address)", addr, err)
+		}
+		return nil, fmt.Errorf("couldn't connect to %s: %w", addr, err)
+	}
+	return c, nil
+}
+
+// slowAnswer is how long a client waits for its server's first answer
+// before it says that it is waiting: a host that drops the connection
+// attempt, or has no RoCE device to answer an rdma_cm REQ, answers
+// nothing, and the attempt lasts until --timeout.
+const slowAnswer = 2 * time.Second
+
+// sayIfSlow prints msg on w (nothing if w is nil) once slowAnswer has
+// passed, unless stop, which waits for the printing, comes first.
+func sayIfSlow(w io.Writer, msg string) (stop func()) {
+	if w == nil {
+		return func() {}
+	}
+	done, printed := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(printed)
+		t := time.NewTimer(slowAnswer)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			fmt.Fprintf(w, "uroce-perf: %s\n", msg)
+		case <-done:
+		}
+	}()
+	return func() {
+		close(done)
+		<-printed
 	}
 }
 
