@@ -166,3 +166,25 @@ func TestSayIfSlow(t *testing.T) {
 	}
 	sayIfSlow(nil, "nowhere")()
 }
+
+// TestCLISameHost: a client given the address of the server's device, on
+// this host, sits beside it instead of failing to bind the address the
+// server holds (TestRDMACMSameHost for -R).
+func TestCLISameHost(t *testing.T) {
+	srv, _ := loopbackPair(t)
+	port := freePort(t)
+	so := newBannerWriter(waitingBanner)
+	var se bytes.Buffer
+	code := make(chan int, 1)
+	go func() { code <- mainCode([]string{"send_lat", "-n", "20", "-p", port, "--ip", srv.String()}, so, &se) }()
+	select {
+	case <-so.seen:
+	case c := <-code:
+		t.Fatalf("server: exit %d: %s", c, se.String())
+	}
+	runCLI(t, []cliCase{{name: "client", args: []string{"send_lat", "-n", "20", "-p", port, srv.String()}, code: 0,
+		stdout: []string{" 2       20 "}, noErr: true}})
+	if c := <-code; c != 0 {
+		t.Errorf("server: exit %d\n%s\n%s", c, so.String(), se.String())
+	}
+}

@@ -296,7 +296,13 @@ func localAddr(cfg *config) (netip.Addr, error) {
 			return netip.Addr{}, fmt.Errorf("route to %s: %w", cfg.peer, err)
 		}
 		defer c.Close()
-		return c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap(), nil
+		src := c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap()
+		peer := c.RemoteAddr().(*net.UDPAddr).AddrPort().Addr().Unmap()
+		if local, held := roceHolder(peer); local && held {
+			// The server is on this host: sit beside it (samehost.go).
+			return besidePeer(peer, src), nil
+		}
+		return src, nil
 	}
 	ifs, err := net.Interfaces()
 	if err != nil {

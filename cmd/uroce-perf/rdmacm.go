@@ -258,6 +258,9 @@ func runCM(ctx context.Context, cfg *config, dev *verbs.Device, name string, std
 		if err != nil {
 			return out, err
 		}
+		if err := checkCMPeer(addr, dev.Addr(), cfg.ip == "" && cfg.dev == ""); err != nil {
+			return out, err
+		}
 		cs.peer = netip.AddrPortFrom(addr, uint16(cfg.port))
 	}
 	xc, err := newMsgConn(ctx, dev)

@@ -535,3 +535,58 @@ func TestRDMACMGolden(t *testing.T) {
 		}
 	}
 }
+
+// TestRDMACMSameHost: -R between two ends on one host. A client given the
+// address of the server's device, on this host, sits beside it on another
+// address (the kernel's source for it, else loopback) and connects; given
+// its own address, or a local one where no device listens, it fails at
+// once with what is wrong instead of sending its REQ to itself and being
+// refused ("invalid service ID") until --timeout.
+func TestRDMACMSameHost(t *testing.T) {
+	srvAddr, cliAddr := loopbackPair(t)
+	port := freePort(t)
+	k, _ := kindByName("write_lat")
+	srvCfg, err := parseArgs(k, []string{"-R", "-n", "20", "-p", port, "--timeout", "2m"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvDev, err := verbs.OpenAddr(srvAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srvDev.Close()
+	so := newBannerWriter(waitingBanner)
+	srvErr := make(chan error, 1)
+	go func() {
+		_, err := runCM(context.Background(), srvCfg, srvDev, "srv", so)
+		srvErr <- err
+	}()
+	select {
+	case <-so.seen:
+	case err := <-srvErr:
+		t.Fatalf("server: %v", err)
+	}
+	// The client picks its own address (no --ip, no -d).
+	var co, ce bytes.Buffer
+	if code := mainCode([]string{"write_lat", "-R", "-n", "20", "-p", port, "--timeout", "2m", srvAddr.String()}, &co, &ce); code != 0 {
+		t.Errorf("client beside the server: exit %d\nstdout:\n%s\nstderr:\n%s", code, co.String(), ce.String())
+	}
+	if err := <-srvErr; err != nil {
+		t.Errorf("server: %v\n%s", err, so.String())
+	}
+	if rows := tableRows(t, co.String()); len(rows) != 1 || rows[0]["#iterations"] != 20 {
+		t.Errorf("client rows %v:\n%s", rows, co.String())
+	}
+
+	// Nothing listens at either address now, as when the server's
+	// process has ended.
+	srvDev.Close()
+	runCLI(t, []cliCase{
+		{name: "own address", args: []string{"write_lat", "-R", "-p", port, "--ip", cliAddr.String(), cliAddr.String()}, code: 1,
+			once: "-R: " + cliAddr.String() + " is this client's own address, so its connection request would come back to itself", noOut: true},
+		{name: "nobody there", args: []string{"write_lat", "-R", "-p", port, srvAddr.String()}, code: 1,
+			once: "-R: no RoCE device listens on " + srvAddr.String() + ", this host's address", noOut: true},
+		{name: "nobody there, client elsewhere", args: []string{"write_lat", "-R", "-p", port, "--ip", cliAddr.String(), srvAddr.String()}, code: 1,
+			once: "-R: no RoCE device listens on " + srvAddr.String() + ", this host's address", noOut: true},
+	})
+}
