@@ -371,7 +371,7 @@ func openDevice(cfg *config, addr netip.Addr) (*verbs.Device, string, error) {
 		}
 		l, err := afxdp.Open(afxdp.Config{Interface: cfg.dev, Addr: addr, Wait: wait})
 		if err != nil {
-			return nil, "", fmt.Errorf("open %s: %w", cfg.dev, err)
+			return nil, "", fmt.Errorf("open %s: %w", cfg.dev, afxdpError(err))
 		}
 		return verbs.Open(l), cfg.dev, nil
 	}
