@@ -92,6 +92,11 @@ func TestCLIHelp(t *testing.T) {
 				without: []string{"help requested"}})
 		}
 	}
+	tests = append(tests,
+		cliCase{name: "bench-h", args: []string{"bench", "-h"}, code: 0,
+			stdout: []string{"usage: uroce-perf bench [flags]", "-links string"}, noErr: true},
+		cliCase{name: "bench bad value", args: []string{"bench", "-r", "x"}, code: 2,
+			once: `invalid value "x" for flag -r`, stderr: []string{"uroce-perf bench -h"}, noOut: true})
 	// -h after other flags, as perftest's getopt takes it anywhere.
 	tests = append(tests, cliCase{name: "late", args: []string{"write_bw", "-s", "64", "10.0.0.1", "-h"}, code: 0,
 		stdout: []string{"usage: uroce-perf write_bw"}, noErr: true})
