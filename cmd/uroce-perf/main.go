@@ -135,6 +135,9 @@ func openLocal(cfg *config) (*verbs.Device, string, error) {
 	}
 	dev, name, err := openDevice(cfg, local)
 	if err != nil {
+		if cfg.link == "afxdp" {
+			err = afxdpError(err)
+		}
 		return nil, "", err
 	}
 	if err := checkGIDIndex(cfg.gidIdx, dev, name); err != nil {
@@ -371,7 +374,7 @@ func openDevice(cfg *config, addr netip.Addr) (*verbs.Device, string, error) {
 		}
 		l, err := afxdp.Open(afxdp.Config{Interface: cfg.dev, Addr: addr, Wait: wait})
 		if err != nil {
-			return nil, "", fmt.Errorf("open %s: %w", cfg.dev, afxdpError(err))
+			return nil, "", fmt.Errorf("open %s: %w", cfg.dev, err)
 		}
 		return verbs.Open(l), cfg.dev, nil
 	}

@@ -19,7 +19,8 @@ const (
 	capBPF      = 39
 )
 
-// afxdpError explains an EPERM from opening the AF_XDP link. The kernel
+// afxdpError explains an EPERM from opening the AF_XDP link (openLocal
+// applies it to what the backend returned). The kernel
 // answers EPERM to an unprivileged bpf(BPF_MAP_CREATE), and cilium/ebpf
 // then suggests MEMLOCK, which on Linux 5.11 and later (memcg accounting)
 // is not the cause: the missing capabilities are.
