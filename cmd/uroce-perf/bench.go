@@ -61,7 +61,9 @@ func (b *bench) Setup(sys perftest.SysData) ([]perftest.Dest, error) {
 	}
 	gids := b.dev.GIDs()
 	if c.gidIdx < 0 || c.gidIdx >= len(gids) {
-		return nil, fmt.Errorf("%w: GID index %d: the device has %d GID(s): %v", ErrUsage, c.gidIdx, len(gids), gids)
+		// openLocal checked it; this catches a device opened elsewhere
+		// (the demo, tests).
+		return nil, checkGIDIndex(c.gidIdx, b.dev, "")
 	}
 	b.blk = max(c.maxSize(), sys.PageSize)
 	q := c.qps

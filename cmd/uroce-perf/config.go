@@ -116,6 +116,9 @@ type config struct {
 	// rdmaCM (-R) connects the QPs by rdma_cm and runs the exchange
 	// over it instead of TCP (rdmacm.go).
 	rdmaCM bool
+	// notice, when set, is where a client says that its server has not
+	// answered yet (standard error; standard output is perftest's).
+	notice io.Writer
 }
 
 // allSizes are the sizes of -a: 2 B to 8 MiB, as perftest's RUN_ALL loop
@@ -140,12 +143,21 @@ func (c *config) sizes() []int {
 
 func (c *config) maxSize() int { return max(slices.Max(c.sizes()), c.size) }
 
+// errHelp is parseArgs' answer to -h, --help: it printed the test's
+// usage and the command ends with status 0, as perftest's usage() is
+// printed on standard output.
+var errHelp = errors.New("help printed")
+
 // parseArgs reads a subcommand's arguments. Like perftest's getopt_long it
-// takes the peer address anywhere among the flags.
-func parseArgs(k kind, args []string, errOut io.Writer) (*config, error) {
+// takes the peer address anywhere among the flags. Given -h it prints the
+// test's usage to helpOut and returns errHelp.
+func parseArgs(k kind, args []string, helpOut io.Writer) (*config, error) {
 	c := &config{kind: k}
 	fs := flag.NewFlagSet("uroce-perf "+k.name, flag.ContinueOnError)
-	fs.SetOutput(errOut)
+	// The flag package would print an error and the whole usage on its
+	// own; the caller prints the error, once, and -h prints the usage.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	defIters, defSize, defTx, defInline := 1000, 2, 1, 220
 	if k.bw {
 		defIters, defSize, defTx, defInline = 5000, 65536, 128, 0
@@ -191,8 +203,13 @@ func parseArgs(k kind, args []string, errOut io.Writer) (*config, error) {
 	fs.BoolVar(&c.rdmaCM, "rdma_cm", false, "same as -R")
 	fs.StringVar(&c.metrics, "metrics", "", "serve Prometheus metrics at http://`addr`/metrics during the test, e.g. :9090")
 	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrUsage, err)
+		if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(helpOut, "usage: uroce-perf %s [flags] [peer]   (no peer: the server)\n\nFlags, as perftest's ib_%s where it has them:\n", k.name, k.name)
+			fs.SetOutput(helpOut)
+			fs.PrintDefaults()
+			return nil, errHelp
+		} else if err != nil {
+			return nil, fmt.Errorf("%w: %v (uroce-perf %s -h lists the flags)", ErrUsage, err, k.name)
 		}
 		args = fs.Args()
 		if len(args) == 0 {

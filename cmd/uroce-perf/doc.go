@@ -10,7 +10,10 @@
 //	uroce-perf demo                                       # both ends over loopback
 //
 // Given no peer address a subcommand is the server: it listens on the TCP
-// port (-p, 18515) and waits for one client. Given one it is the client.
+// port (-p, 18515) and waits for one client. Given one it is the client,
+// which fails at once if nobody listens there, as perftest's does. Both
+// may run on one host: a client whose peer is an address of this host
+// where a device runs takes another one (samehost.go).
 //
 // How a run moves. Both sides agree on versions, page size and MTU (Hello),
 // then swap the 108-byte QP messages as often as perftest's barriers need

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/uroce/uroce/pkg/link"
@@ -17,13 +18,22 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "uroce-perf:", err)
-		if errors.Is(err, ErrUsage) {
-			os.Exit(2)
-		}
-		os.Exit(1)
+	os.Exit(mainCode(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// mainCode runs the command and returns its exit status: 0, 2 for a
+// command line that describes no test, 1 for a failed run. It prints the
+// error, once, on stderr.
+func mainCode(args []string, stdout, stderr io.Writer) int {
+	err := run(args, stdout, stderr)
+	if err == nil {
+		return 0
 	}
+	fmt.Fprintln(stderr, "uroce-perf:", err)
+	if errors.Is(err, ErrUsage) {
+		return 2
+	}
+	return 1
 }
 
 func usage(w io.Writer) {
@@ -44,7 +54,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if args[0] == "bench" {
 		return benchSideBySide(args[1:], stdout, stderr)
 	}
-	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
 		usage(stdout)
 		return nil
 	}
@@ -53,10 +63,14 @@ func run(args []string, stdout, stderr io.Writer) error {
 		usage(stderr)
 		return fmt.Errorf("%w: unknown test %q", ErrUsage, args[0])
 	}
-	cfg, err := parseArgs(k, args[1:], stderr)
+	cfg, err := parseArgs(k, args[1:], stdout)
+	if errors.Is(err, errHelp) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
+	cfg.notice = stderr
 	return runTest(context.Background(), cfg, stdout)
 }
 
@@ -93,7 +107,11 @@ func runWith(ctx context.Context, cfg *config, ln net.Listener, stdout io.Writer
 			return err
 		}
 	} else {
-		if conn, err = dial(ctx, net.JoinHostPort(cfg.peer, strconv.Itoa(cfg.port)), cfg.timeout); err != nil {
+		addr := net.JoinHostPort(cfg.peer, strconv.Itoa(cfg.port))
+		stop := sayIfSlow(cfg.notice, fmt.Sprintf("no answer yet from %s: waiting up to %v (--timeout)", addr, cfg.timeout))
+		conn, err = dial(ctx, addr, cfg.timeout)
+		stop()
+		if err != nil {
 			return err
 		}
 	}
@@ -105,13 +123,41 @@ func runWith(ctx context.Context, cfg *config, ln net.Listener, stdout io.Writer
 // waitingBanner is what perftest's server prints while it waits.
 const waitingBanner = "\n************************************\n* Waiting for client to connect... *\n************************************\n"
 
-// openLocal opens the device on the address the flags pick (localAddr).
+// openLocal opens the device on the address the flags pick (localAddr)
+// and checks -x against its GID table before any connection is made, as
+// perftest queries the GID before its exchange.
 func openLocal(cfg *config) (*verbs.Device, string, error) {
 	local, err := localAddr(cfg)
 	if err != nil {
 		return nil, "", err
 	}
-	return openDevice(cfg, local)
+	dev, name, err := openDevice(cfg, local)
+	if err != nil {
+		if cfg.link == "afxdp" {
+			err = afxdpError(err)
+		}
+		return nil, "", err
+	}
+	if err := checkGIDIndex(cfg.gidIdx, dev, name); err != nil {
+		dev.Close()
+		return nil, "", err
+	}
+	return dev, name, nil
+}
+
+// checkGIDIndex fails a GID index the device's table does not hold. A
+// uroce device has one GID, its address, at index 0, where rxe's IPv4 GID
+// is usually at 1 or 3: a -x copied from an rxe command line says so.
+func checkGIDIndex(idx int, dev *verbs.Device, name string) error {
+	if _, err := dev.GID(idx); err == nil {
+		return nil
+	}
+	if name == "" {
+		name = dev.Addr().String()
+	}
+	gids := dev.GIDs()
+	return fmt.Errorf("%w: -x %d: GID index out of range: device %s has %d GID(s), index 0 to %d: %v (a uroce device's GID is its address)",
+		ErrUsage, idx, name, len(gids), len(gids)-1, gids)
 }
 
 // runOn runs a test on an established exchange connection and device,
@@ -177,21 +223,57 @@ func accept(ctx context.Context, ln net.Listener) (net.Conn, error) {
 	return c, nil
 }
 
-// dial connects to the server, retrying while it is not yet listening
-// (perftest's client fails at once; waiting is kinder to scripts that
-// start both ends together).
+// dial connects to the server once, as perftest's client does: nobody
+// listening there is an error at once ("Couldn't connect to HOST:PORT"),
+// not a wait. timeout bounds a connect that gets no answer at all.
 func dial(ctx context.Context, addr string, timeout time.Duration) (net.Conn, error) {
-	deadline := time.Now().Add(timeout)
-	for {
-		var d net.Dialer
-		c, err := d.DialContext(ctx, "tcp", addr)
-		if err == nil {
-			return c, nil
+	d := net.Dialer{Timeout: timeout}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		// The dialer's own "dial tcp ADDR: connect:" repeats what the
+		// message says; keep its cause.
+		var op *net.OpError
+		if errors.As(err, &op) {
+			err = op.Err
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return nil, fmt.Errorf("connect to %s: %w", addr, err)
+		var se *os.SyscallError
+		if errors.As(err, &se) {
+			err = se.Err
 		}
-		time.Sleep(50 * time.Millisecond)
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			return nil, fmt.Errorf("couldn't connect to %s: %w (start the server first: the same test without a peer address)", addr, err)
+		}
+		return nil, fmt.Errorf("couldn't connect to %s: %w", addr, err)
+	}
+	return c, nil
+}
+
+// slowAnswer is how long a client waits for its server's first answer
+// before it says that it is waiting: a host that drops the connection
+// attempt, or has no RoCE device to answer an rdma_cm REQ, answers
+// nothing, and the attempt lasts until --timeout.
+const slowAnswer = 2 * time.Second
+
+// sayIfSlow prints msg on w (nothing if w is nil) once slowAnswer has
+// passed, unless stop, which waits for the printing, comes first.
+func sayIfSlow(w io.Writer, msg string) (stop func()) {
+	if w == nil {
+		return func() {}
+	}
+	done, printed := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(printed)
+		t := time.NewTimer(slowAnswer)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			fmt.Fprintf(w, "uroce-perf: %s\n", msg)
+		case <-done:
+		}
+	}()
+	return func() {
+		close(done)
+		<-printed
 	}
 }
 
@@ -215,7 +297,13 @@ func localAddr(cfg *config) (netip.Addr, error) {
 			return netip.Addr{}, fmt.Errorf("route to %s: %w", cfg.peer, err)
 		}
 		defer c.Close()
-		return c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap(), nil
+		src := c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap()
+		peer := c.RemoteAddr().(*net.UDPAddr).AddrPort().Addr().Unmap()
+		if local, held := roceHolder(peer); local && held {
+			// The server is on this host: sit beside it (samehost.go).
+			return besidePeer(peer, src), nil
+		}
+		return src, nil
 	}
 	ifs, err := net.Interfaces()
 	if err != nil {

@@ -258,6 +258,9 @@ func runCM(ctx context.Context, cfg *config, dev *verbs.Device, name string, std
 		if err != nil {
 			return out, err
 		}
+		if err := checkCMPeer(addr, dev.Addr(), cfg.ip == "" && cfg.dev == ""); err != nil {
+			return out, err
+		}
 		cs.peer = netip.AddrPortFrom(addr, uint16(cfg.port))
 	}
 	xc, err := newMsgConn(ctx, dev)
@@ -265,7 +268,7 @@ func runCM(ctx context.Context, cfg *config, dev *verbs.Device, name string, std
 		return out, err
 	}
 	defer xc.Close()
-	if err := cs.connect(xc.qp); err != nil {
+	if err := cs.connect(xc.qp, false); err != nil {
 		return out, fmt.Errorf("exchange connection: %w", err)
 	}
 	b := cmBench{newBench(cfg, dev, server)}
@@ -298,7 +301,7 @@ func (cs *cmSide) connectTest(conn *perftest.Conn, qps []*verbs.QueuePair, sys p
 	}
 	cs.params.PathMTU = sys.MTU.Bytes()
 	for i, q := range qps {
-		if err := cs.connect(q); err != nil {
+		if err := cs.connect(q, true); err != nil {
 			return fmt.Errorf("QP %d: %w", i, err)
 		}
 	}
@@ -307,9 +310,12 @@ func (cs *cmSide) connectTest(conn *perftest.Conn, qps []*verbs.QueuePair, sys p
 }
 
 // connect makes one rdma_cm connection for q: the server takes the next
-// request, the client dials, again while the server refuses because it
-// does not listen yet, for up to --timeout.
-func (cs *cmSide) connect(q *verbs.QueuePair) error {
+// request, the client dials. A refusal (nobody listens on the port) ends
+// the exchange's connection at once, as perftest's rdma_client_connect
+// fails on REJECTED; the test's connections (retry) are dialled again
+// while the server refuses, for up to --timeout, as perftest's
+// rdma_cm_client_connection retries while its server listens anew.
+func (cs *cmSide) connect(q *verbs.QueuePair, retry bool) error {
 	ctx, cancel := context.WithTimeout(cs.ctx, cs.cfg.timeout)
 	defer cancel()
 	p := cs.params
@@ -325,6 +331,8 @@ func (cs *cmSide) connect(q *verbs.QueuePair) error {
 		cs.conns = append(cs.conns, c)
 		return nil
 	}
+	stop := sayIfSlow(cs.cfg.notice, fmt.Sprintf("no answer yet from %v (rdma_cm): waiting up to %v (--timeout) for its RoCE device", cs.peer, cs.cfg.timeout))
+	defer stop()
 	var refused error // the last refusal, for the error at the deadline
 	for {
 		c, err := cs.m.Dial(ctx, cs.peer, q, &p)
@@ -337,7 +345,10 @@ func (cs *cmSide) connect(q *verbs.QueuePair) error {
 			// say why the client gave up.
 			return fmt.Errorf("%w (last refusal: %w)", ctx.Err(), refused)
 		}
-		if !errors.Is(err, rdmacm.ErrRejected) {
+		if !retry && errors.Is(err, rdmacm.ErrRefused) {
+			return fmt.Errorf("%w (nobody listens on port %d there: start the server first, the same test with -R and no peer address)", err, cs.peer.Port())
+		}
+		if !retry || !errors.Is(err, rdmacm.ErrRejected) {
 			return err
 		}
 		refused = err

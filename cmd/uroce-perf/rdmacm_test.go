@@ -69,12 +69,6 @@ func (l *recLink) Wake() {
 // both devices send.
 func cmPair(t *testing.T, test string, rec *recorder, flags ...string) (srvOut, cliOut string, srvDev, cliDev *verbs.Device) {
 	t.Helper()
-	return cmPairAfter(t, 0, test, rec, flags...)
-}
-
-// cmPairAfter is cmPair with the server started srvDelay after the client.
-func cmPairAfter(t *testing.T, srvDelay time.Duration, test string, rec *recorder, flags ...string) (srvOut, cliOut string, srvDev, cliDev *verbs.Device) {
-	t.Helper()
 	srvCfg, cliCfg, srvAddr, cliAddr := pairConfigs(t, test, append([]string{"-R"}, flags...)...)
 	open := func(a netip.Addr, client bool) *verbs.Device {
 		l, err := udp.Open(udp.Config{Addr: a})
@@ -96,21 +90,16 @@ func cmPairAfter(t *testing.T, srvDelay time.Duration, test string, rec *recorde
 	var co bytes.Buffer
 	srvErr := make(chan error, 1)
 	go func() {
-		time.Sleep(srvDelay)
 		_, err := runCM(ctx, srvCfg, srvDev, "udp:"+srvAddr.String(), so)
 		srvErr <- err
 	}()
-	if srvDelay == 0 {
-		// As perftest is run, the client starts once the server listens:
-		// a client first is refused and retries (TestRDMACMClientRetries),
-		// which puts a REQ and a REJ on the wire that the golden test's
-		// capture does not have.
-		select {
-		case <-so.seen:
-		case err := <-srvErr:
-			srvErr <- err
-		case <-ctx.Done():
-		}
+	// As perftest is run, the client starts once the server listens: a
+	// client first is refused (TestRDMACMNoServer).
+	select {
+	case <-so.seen:
+	case err := <-srvErr:
+		srvErr <- err
+	case <-ctx.Done():
 	}
 	_, cerr := runCM(ctx, cliCfg, cliDev, "udp:"+cliAddr.String(), &co)
 	if cerr != nil {
@@ -197,42 +186,19 @@ func TestRDMACMLoopback(t *testing.T) {
 	}
 }
 
-// TestRDMACMClientRetries starts the client before the server listens:
-// its REQs are refused (REJ "invalid service ID", as the kernel answers
-// for a port nobody listens on) until the server is up, and it connects
-// then, as perftest's client retries; a client whose server never comes
-// gives up after --timeout with the refusal in its error.
-func TestRDMACMClientRetries(t *testing.T) {
-	t.Run("late server", func(t *testing.T) {
-		_, co, _, _ := cmPairAfter(t, 500*time.Millisecond, "send_lat", nil, "-s", "8", "-n", "20")
-		if rows := tableRows(t, co); len(rows) != 1 || rows[0]["#iterations"] != 20 {
-			t.Errorf("client after retries: %v", rows)
-		}
-	})
-	t.Run("no server", testRDMACMNoServer)
-}
-
-func testRDMACMNoServer(t *testing.T) {
+// TestRDMACMNoServer: a client whose server does not listen is refused
+// (REJ "invalid service ID", as the kernel answers for a port nobody
+// listens on) and fails at once with the refusal, as perftest's client
+// does, not after --timeout.
+func TestRDMACMNoServer(t *testing.T) {
 	k, _ := kindByName("write_lat")
 	srvAddr, cliAddr := loopbackPair(t)
-	// The timeout leaves room for several refused attempts (one every
-	// 100 ms) even on a loaded machine under the race detector, where a
-	// first REQ and its REJ have taken over half a second.
-	cfg, err := parseArgs(k, []string{"-R", "--timeout", "3s", srvAddr.String()}, io.Discard)
+	cfg, err := parseArgs(k, []string{"-R", "--timeout", "10m", srvAddr.String()}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A device at the server's address with a CM but no listener.
-	srv, err := verbs.OpenAddr(srvAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	m, err := rdmacm.Open(srv, rdmacm.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	openCM(t, srvAddr)
 	cli, err := verbs.OpenAddr(cliAddr)
 	if err != nil {
 		t.Fatal(err)
@@ -240,8 +206,82 @@ func testRDMACMNoServer(t *testing.T) {
 	defer cli.Close()
 	var out bytes.Buffer
 	_, err = runCM(context.Background(), cfg, cli, "cli", &out)
-	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, rdmacm.ErrRefused) {
-		t.Errorf("client without a server: %v, want the deadline and the refusal", err)
+	if !errors.Is(err, rdmacm.ErrRefused) || errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("client without a server: %v, want the refusal at once", err)
+	}
+	if err != nil && !strings.Contains(err.Error(), fmt.Sprintf("nobody listens on port %d there", cfg.port)) {
+		t.Errorf("client without a server: %v, want the port and what to do", err)
+	}
+}
+
+// openCM opens a device on a and its CM, both closed at the test's end.
+func openCM(t *testing.T, a netip.Addr) (*verbs.Device, *rdmacm.CM) {
+	t.Helper()
+	d, err := verbs.OpenAddr(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	m, err := rdmacm.Open(d, rdmacm.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return d, m
+}
+
+// TestRDMACMTestConnRetries: the test's QP connections, unlike the
+// exchange's, are dialled again while the server refuses, as perftest's
+// client retries while its server listens anew, and connect once it
+// listens.
+func TestRDMACMTestConnRetries(t *testing.T) {
+	srvAddr, cliAddr := loopbackPair(t)
+	srv, srvCM := openCM(t, srvAddr)
+	cli, cliCM := openCM(t, cliAddr)
+	ctx := context.Background()
+	qp := func(d *verbs.Device) *verbs.QueuePair {
+		m, err := newMsgConn(ctx, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close() })
+		return m.qp
+	}
+	const port = 18515
+	cs := &cmSide{ctx: ctx, cfg: &config{timeout: 10 * time.Minute}, m: cliCM, peer: netip.AddrPortFrom(srvAddr, port)}
+	defer cs.disconnect()
+	// Refused, and no retry: the exchange's connection.
+	if err := cs.connect(qp(cli), false); !errors.Is(err, rdmacm.ErrRefused) {
+		t.Fatalf("exchange connection without a listener: %v, want the refusal", err)
+	}
+	// The server listens only after the client has been refused at
+	// least once (the attempt above took a REQ and its REJ).
+	srvQP := qp(srv)
+	accepted := make(chan error, 1)
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		l, err := srvCM.Listen(port)
+		if err != nil {
+			accepted <- err
+			return
+		}
+		defer l.Close()
+		req, err := l.Accept(ctx)
+		if err != nil {
+			accepted <- err
+			return
+		}
+		c, err := req.Accept(ctx, srvQP, &rdmacm.Params{})
+		if err == nil {
+			t.Cleanup(func() { c.Disconnect() })
+		}
+		accepted <- err
+	}()
+	if err := cs.connect(qp(cli), true); err != nil {
+		t.Fatalf("test connection: %v", err)
+	}
+	if err := <-accepted; err != nil {
+		t.Fatalf("server: %v", err)
 	}
 }
 
@@ -493,4 +533,59 @@ func TestRDMACMGolden(t *testing.T) {
 			t.Errorf("connection %#x: %d DREQ, %d DREP", id, c.dreq, c.drep)
 		}
 	}
+}
+
+// TestRDMACMSameHost: -R between two ends on one host. A client given the
+// address of the server's device, on this host, sits beside it on another
+// address (the kernel's source for it, else loopback) and connects; given
+// its own address, or a local one where no device listens, it fails at
+// once with what is wrong instead of sending its REQ to itself and being
+// refused ("invalid service ID") until --timeout.
+func TestRDMACMSameHost(t *testing.T) {
+	srvAddr, cliAddr := loopbackPair(t)
+	port := freePort(t)
+	k, _ := kindByName("write_lat")
+	srvCfg, err := parseArgs(k, []string{"-R", "-n", "20", "-p", port, "--timeout", "2m"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvDev, err := verbs.OpenAddr(srvAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srvDev.Close()
+	so := newBannerWriter(waitingBanner)
+	srvErr := make(chan error, 1)
+	go func() {
+		_, err := runCM(context.Background(), srvCfg, srvDev, "srv", so)
+		srvErr <- err
+	}()
+	select {
+	case <-so.seen:
+	case err := <-srvErr:
+		t.Fatalf("server: %v", err)
+	}
+	// The client picks its own address (no --ip, no -d).
+	var co, ce bytes.Buffer
+	if code := mainCode([]string{"write_lat", "-R", "-n", "20", "-p", port, "--timeout", "2m", srvAddr.String()}, &co, &ce); code != 0 {
+		t.Errorf("client beside the server: exit %d\nstdout:\n%s\nstderr:\n%s", code, co.String(), ce.String())
+	}
+	if err := <-srvErr; err != nil {
+		t.Errorf("server: %v\n%s", err, so.String())
+	}
+	if rows := tableRows(t, co.String()); len(rows) != 1 || rows[0]["#iterations"] != 20 {
+		t.Errorf("client rows %v:\n%s", rows, co.String())
+	}
+
+	// Nothing listens at either address now, as when the server's
+	// process has ended.
+	srvDev.Close()
+	runCLI(t, []cliCase{
+		{name: "own address", args: []string{"write_lat", "-R", "-p", port, "--ip", cliAddr.String(), cliAddr.String()}, code: 1,
+			once: "-R: " + cliAddr.String() + " is this client's own address, so its connection request would come back to itself", noOut: true},
+		{name: "nobody there", args: []string{"write_lat", "-R", "-p", port, srvAddr.String()}, code: 1,
+			once: "-R: no RoCE device listens on " + srvAddr.String() + ", this host's address", noOut: true},
+		{name: "nobody there, client elsewhere", args: []string{"write_lat", "-R", "-p", port, "--ip", cliAddr.String(), srvAddr.String()}, code: 1,
+			once: "-R: no RoCE device listens on " + srvAddr.String() + ", this host's address", noOut: true},
+	})
 }

@@ -90,7 +90,9 @@ func removeNamespaces() {
 // benchSideBySide runs `uroce-perf bench`.
 func benchSideBySide(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("uroce-perf bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	// As parseArgs: the error said once by main, the usage only on -h.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	sb := &sideBySide{cells: map[sbsKey]*sbsCell{}}
 	fs.IntVar(&sb.rounds, "r", 3, "rounds; each cell's median is reported")
 	fs.IntVar(&sb.latIters, "n", 1000, "iterations of each latency test and floor ping-pong")
@@ -101,8 +103,14 @@ func benchSideBySide(args []string, stdout, stderr io.Writer) error {
 	tests := fs.String("tests", "", "only these tests (default: "+strings.Join(append(slices.Clone(sbsLatTests), sbsBWTests...), ",")+")")
 	verbose := fs.Bool("v", false, "print each uroce-perf report on standard error")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (floors included) to this file")
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", ErrUsage, err)
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(stdout, "usage: uroce-perf bench [flags]   (root: every backend beside raw floors on a veth pair)")
+		fmt.Fprintln(stdout)
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("%w: %v (uroce-perf bench -h lists the flags)", ErrUsage, err)
 	}
 	for _, m := range strings.Split(*mtus, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(m))
