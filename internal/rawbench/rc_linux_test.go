@@ -1,6 +1,7 @@
 package rawbench
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/uroce/uroce/internal/netns"
@@ -9,12 +10,23 @@ import (
 // TestXDPRC runs the RC-shaped floor briefly between two namespaces, one
 // packet a message and four (IB MTU 1024 over a 1500-byte link): every
 // frame's ICRC and PSN is checked on arrival, so completing the round
-// trips means both ends built, stamped and verified each packet.
+// trips means both ends built, stamped and verified each packet. At MTU
+// 9000 a 4096-B packet's frame spans two UMEM chunks (multi-buffer).
 func TestXDPRC(t *testing.T) {
-	p := netns.NewPair(t, netns.PairConfig{})
+	for _, mtu := range []int{1500, 9000} {
+		t.Run(strconv.Itoa(mtu), func(t *testing.T) { testXDPRC(t, mtu) })
+	}
+}
+
+func testXDPRC(t *testing.T, mtu int) {
+	p := netns.NewPair(t, netns.PairConfig{MTU: mtu})
 	cfg := Config{Iters: 200, Warm: 50}
+	pmtu := 1024
+	if mtu == 9000 {
+		pmtu = 4096
+	}
 	for _, size := range []int{64, 4096} {
-		r, err := XDPRC(cfg, p.A, p.B, p.AddrA, p.AddrB, size, 1024)
+		r, err := XDPRC(cfg, p.A, p.B, p.AddrA, p.AddrB, size, pmtu)
 		if err != nil {
 			t.Fatalf("%d B: %v", size, err)
 		}
