@@ -88,7 +88,7 @@ func TestBenchPrint(t *testing.T) {
 		{"floor-rtt", 2, "raw-rc", 10}, {"floor-rtt", 2, "raw-xdp", 4}, {"floor-rtt", 2, "raw-udp", 8},
 		{"floor-rtt", 64, "raw-rc", 10}, {"floor-rtt", 64, "raw-xdp", 4}, {"floor-rtt", 64, "raw-udp", 8},
 		{"floor-rtt", 4096, "raw-rc", 20}, {"floor-rtt", 4096, "raw-xdp", 5}, {"floor-rtt", 4096, "raw-udp", 8},
-		{"floor-blast", 1024, "raw-xdp", 10}, {"floor-rate", 64, "write", 2}, {"floor-rate", 64, "send", 4},
+		{"floor-blast", 1024, "raw-xdp", 10}, {"floor-rate", 64, "write", 2}, {"floor-rate", 64, "send", 4}, {"floor-rate-loss", 64, "write", 12.4},
 		{"write_lat", 2, "afxdp", 5.5}, {"write_lat", 64, "afxdp", 7}, {"write_lat", 4096, "afxdp", 12},
 		{"read_lat", 2, "afxdp", 9},
 		{"write_bw", 65536, "afxdp", 9}, {"write_bw", 64, "afxdp", 1.2}, {"send_bw", 64, "afxdp", 1},
@@ -100,7 +100,7 @@ func TestBenchPrint(t *testing.T) {
 	for _, want := range []string{
 		"floor rtt/2      2 raw-rc         5.00 us   1.00   2.50   1.25            (1+1 packets each way)",
 		"floor rtt/2   4096 raw-rc        10.00 us   1.00   4.00   2.50            (4+1 packets each way)",
-		"rate           64 raw-xdp      2.00 Mpps          1.00                   WRITE Only frames",
+		"rate           64 raw-xdp      2.00 Mpps          1.00                   WRITE Only frames, packets/s received (12 % of those sent lost)",
 		"write_lat       2 afxdp          5.50 us   1.10   2.75   1.38         -  ok (≤ 1.2× rc)",
 		"write_lat      64 afxdp          7.00 us   1.40   3.50   1.75         -  MISSED (≤ 1.2× rc)",
 		"write_lat    4096 afxdp         12.00 us   1.20   4.80   3.00         -  ok (≤ 1.2× rc)",
