@@ -55,10 +55,12 @@
 //
 // `uroce-perf bench` (root) is the side-by-side benchmark: it makes two
 // namespaces joined by a veth pair (removed on exit and on SIGINT or
-// SIGTERM), runs write_lat, read_lat, send_lat (2 B, 64 B, 4 KiB) and
-// write_bw, read_bw (64 KiB) over each backend at link MTU 1500 and 9000,
-// and prints one table of medians beside the raw floors of package
-// internal/rawbench measured in the same run, with ratios and steady-state
+// SIGTERM), runs write_lat, read_lat, send_lat (2 B, 64 B, 4 KiB),
+// write_bw, read_bw (64 KiB) and the message rate of write_bw and send_bw
+// (64 B) over each backend at link MTU 1500 and 9000, and prints one table
+// of medians beside the raw floors of package internal/rawbench measured
+// in the same run (the RC-shaped AF_XDP ping-pong, the bare AF_XDP and
+// kernel UDP ones, AF_XDP blasts), with ratios and steady-state
 // allocations per operation (sidebyside.go).
 //
 // The demo runs every test at a few sizes with both ends in one process,

@@ -7,6 +7,12 @@
 // and Gbit/s received, and the share lost), of datagrams as large as a RoCE
 // packet with the given payload.
 //
+// The RC-shaped floor (XDPRC) is the one an RC transport is held to: on
+// the same bare AF_XDP sockets it sends the packets of an RC write_lat
+// round trip (WRITE in IB-MTU packets, ACK, the reply WRITE, its ACK) as
+// real RoCEv2 frames, each re-stamped with its PSN and a fresh ICRC, and
+// decodes and verifies every frame it receives.
+//
 // uroce-linkbench and `uroce-perf bench` both call it, so a ratio printed by
 // either is taken against the same code.
 package rawbench

@@ -56,6 +56,17 @@ func openRaw(v netns.Veth) (*afxdp.Raw, error) {
 // descriptors. B echoes frames back unchanged for the ping-pong and counts
 // them for the blast.
 func XDP(cfg Config, va, vb netns.Veth, a, b netip.Addr, size int) (Result, error) {
+	frame, err := Frame(va, vb, a, b, size)
+	if err != nil {
+		return Result{}, err
+	}
+	return XDPFrame(cfg, va, vb, frame)
+}
+
+// XDPFrame is XDP with a frame of the caller's, a whole Ethernet frame
+// from va to vb (such as an RC floor message's, to blast frames the size
+// of uroce's).
+func XDPFrame(cfg Config, va, vb netns.Veth, frame []byte) (Result, error) {
 	var r Result
 	ra, err := openRaw(va)
 	if err != nil {
@@ -67,10 +78,6 @@ func XDP(cfg Config, va, vb netns.Veth, a, b netip.Addr, size int) (Result, erro
 		return r, err
 	}
 	defer rb.Close()
-	frame, err := Frame(va, vb, a, b, size)
-	if err != nil {
-		return r, err
-	}
 	if err := ra.SetFrame(frame); err != nil {
 		return r, err
 	}
@@ -117,7 +124,8 @@ func XDP(cfg Config, va, vb netns.Veth, a, b netip.Addr, size int) (Result, erro
 	sent, n := run(cfg.Blast)
 	el := time.Since(start) - settle
 	r.PPS = float64(n) / el.Seconds()
-	r.Gbps = r.PPS * float64(wireLen(size)) * 8 / 1e9
+	// UDP payload bits, as the UDP floor counts them.
+	r.Gbps = r.PPS * float64(len(frame)-rcBTHOff) * 8 / 1e9
 	r.Loss = Loss(sent, n)
 	return r, nil
 }

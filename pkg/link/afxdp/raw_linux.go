@@ -32,6 +32,8 @@ type Raw struct {
 	fill      []uint64
 	nextSpan  int
 	rxPackets uint64
+	// gather holds a multi-buffer frame for Receive.
+	gather []byte
 }
 
 // RawConfig configures OpenRaw.
@@ -145,13 +147,22 @@ func (r *Raw) reap() {
 // queueFrame queues the prepared frame from the next span; false if TX is
 // full.
 func (r *Raw) queueFrame() bool {
-	nd := (r.frameLen + r.fs - 1) / r.fs
+	if !r.queueSpan(r.nextSpan, r.frameLen) {
+		return false
+	}
+	r.nextSpan = (r.nextSpan + 1) % r.spans
+	return true
+}
+
+// queueSpan queues n bytes of span i as one frame, in as many descriptors
+// as chunks it covers; false if TX is full.
+func (r *Raw) queueSpan(i, n int) bool {
+	nd := (n + r.fs - 1) / r.fs
 	if r.sock.TX.Free()-len(r.tx) < nd {
 		return false
 	}
-	a := r.spanBase + r.nextSpan*r.spanSize
-	r.nextSpan = (r.nextSpan + 1) % r.spans
-	for left := r.frameLen; left > 0; {
+	a := r.spanBase + i*r.spanSize
+	for left := n; left > 0; {
 		l := min(left, r.fs)
 		d := xdp.Desc{Addr: uint64(a), Len: uint32(l)}
 		if l < left {
