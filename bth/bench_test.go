@@ -124,3 +124,18 @@ func TestZeroAllocs(t *testing.T) {
 		t.Errorf("Decode+VerifyICRC: %v allocs per packet", n)
 	}
 }
+
+// BenchmarkUDPChecksum measures the UDP checksum over a whole datagram,
+// which the IPv6 senders compute for every packet (RFC 8200 section 8.1).
+func BenchmarkUDPChecksum(b *testing.B) {
+	for _, n := range sizes {
+		d := frame(b, n)[bth.EthernetLen:]
+		b.Run(fmt.Sprintf("%dB", n), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(d)))
+			for b.Loop() {
+				bth.PutUDPChecksum(d)
+			}
+		})
+	}
+}

@@ -155,26 +155,11 @@ func (b IPv4) Encode(f *IPv4Fields) {
 // SetChecksum computes and writes the header checksum.
 func (b IPv4) SetChecksum() {
 	binary.BigEndian.PutUint16(b[ipv4Checksum:], 0)
-	binary.BigEndian.PutUint16(b[ipv4Checksum:], ^checksum(b[:b.HeaderLen()]))
+	binary.BigEndian.PutUint16(b[ipv4Checksum:], ^checksum(b[:b.HeaderLen()], 0))
 }
 
 // ChecksumValid reports whether the header checksum is right.
-func (b IPv4) ChecksumValid() bool { return checksum(b[:b.HeaderLen()]) == 0xffff }
-
-// checksum is the ones'-complement sum of RFC 1071, not yet complemented.
-func checksum(b []byte) uint16 {
-	var s uint32
-	for ; len(b) >= 2; b = b[2:] {
-		s += uint32(b[0])<<8 | uint32(b[1])
-	}
-	if len(b) == 1 {
-		s += uint32(b[0]) << 8
-	}
-	for s > 0xffff {
-		s = s>>16 + s&0xffff
-	}
-	return uint16(s)
-}
+func (b IPv4) ChecksumValid() bool { return checksum(b[:b.HeaderLen()], 0) == 0xffff }
 
 // IPv6 is a view of an IPv6 header.
 type IPv6 []byte

@@ -545,7 +545,7 @@ func (l *Link) build(p *link.Packet) error {
 	// The ICRC masks the UDP checksum, so it can be filled in last. IPv4
 	// leaves it zero (no checksum), as rxe does.
 	if v6 {
-		binary.BigEndian.PutUint16(udp[6:], udp6Checksum(ip))
+		bth.PutUDPChecksum(ip)
 	}
 	return nil
 }

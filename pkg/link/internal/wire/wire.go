@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"encoding/binary"
 	"errors"
 	"net/netip"
 
@@ -68,47 +67,8 @@ func Put(buf []byte, off, n int, h *Header) int {
 }
 
 // PutUDPChecksum computes and writes the UDP checksum of the datagram d
-// (RFC 768; RFC 8200 section 8.1 makes it mandatory over IPv6, and Linux
-// drops zero-checksum UDP/IPv6). Call it after the ICRC is in place: the
-// checksum covers the ICRC (the ICRC masks the checksum).
-func PutUDPChecksum(d []byte) {
-	hl := bth.IPv6Len
-	if d[0]>>4 == 4 {
-		hl = bth.IPv4(d).HeaderLen()
-	}
-	u := d[hl:]
-	u[6], u[7] = 0, 0
-	var s uint64
-	if hl == bth.IPv6Len {
-		s = sum(d[8:40], 0)
-	} else {
-		s = sum(d[12:20], 0)
-	}
-	s += uint64(bth.ProtocolUDP) + uint64(len(u))
-	s = sum(u, s)
-	for s > 0xffff {
-		s = s>>16 + s&0xffff
-	}
-	c := ^uint16(s)
-	if c == 0 {
-		c = 0xffff
-	}
-	binary.BigEndian.PutUint16(u[6:], c)
-}
-
-func sum(b []byte, s uint64) uint64 {
-	for ; len(b) >= 8; b = b[8:] {
-		v := binary.BigEndian.Uint64(b)
-		s += v>>48 + v>>32&0xffff + v>>16&0xffff + v&0xffff
-	}
-	for ; len(b) >= 2; b = b[2:] {
-		s += uint64(binary.BigEndian.Uint16(b))
-	}
-	if len(b) == 1 {
-		s += uint64(b[0]) << 8
-	}
-	return s
-}
+// (bth.PutUDPChecksum).
+func PutUDPChecksum(d []byte) { bth.PutUDPChecksum(d) }
 
 // Datagram is what Parse learns about a received datagram.
 type Datagram struct {
