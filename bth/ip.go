@@ -12,6 +12,10 @@ const (
 	IPv4MinLen  = 20
 	IPv6Len     = 40
 	UDPLen      = 8
+	// GRHLen is the Global Route Header at the front of every UD
+	// receive buffer (IBA 11.4.1.2). RoCEv2 fills it with the IP header
+	// the datagram came in: IPv6 whole, IPv4 in its last 20 bytes.
+	GRHLen = 40
 )
 
 // EtherTypes and IP protocol numbers RoCEv2 frames use.
@@ -239,7 +243,7 @@ func (b UDP) Encode(f *UDPFields) {
 	binary.BigEndian.PutUint16(b[udpChecksum:], f.Checksum)
 }
 
-// RoCEPort is the UDP destination port of RoCEv2.
+// RoCEPort is the IANA UDP destination port of RoCEv2 (IBA A17.2.2).
 const RoCEPort = 4791
 
 // FlowLabel returns the flow label the kernel computes for a connection

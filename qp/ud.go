@@ -43,7 +43,7 @@ const GSIQPN = 1
 // GRHLen is the size of the GRH area at the front of every UD receive
 // buffer (IBA 11.4.1.2): a datagram of n bytes needs a receive WQE of
 // GRHLen+n bytes and completes with ByteLen GRHLen+n.
-const GRHLen = 40
+const GRHLen = bth.GRHLen
 
 // controlledQKey is the high bit of a WR's Q_Key: set, the QP's own Q_Key
 // is sent instead (IBA 10.2.5, C10-15).

@@ -95,7 +95,7 @@ func roceFrame(t testing.TB, p *netns.Pair, payload int) []byte {
 	bth.Ethernet(f).Encode(&bth.EthernetFields{Dst: [6]byte(p.B.MAC), Src: [6]byte(p.A.MAC), EtherType: bth.EtherTypeIPv4})
 	ip := f[14:]
 	bth.IPv4(ip).Encode(&bth.IPv4Fields{TotalLength: uint16(len(ip)), Flags: bth.IPv4DontFragment, TTL: 64, Protocol: 17, Src: p.AddrA, Dst: p.AddrB})
-	bth.UDP(ip[20:]).Encode(&bth.UDPFields{SrcPort: 0xc000, DstPort: link.UDPPort, Length: uint16(len(ip) - 20)})
+	bth.UDP(ip[20:]).Encode(&bth.UDPFields{SrcPort: 0xc000, DstPort: bth.RoCEPort, Length: uint16(len(ip) - 20)})
 	if err := bth.PutICRC(ip); err != nil {
 		t.Fatal(err)
 	}

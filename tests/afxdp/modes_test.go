@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/uroce/uroce/bpf"
+	"github.com/uroce/uroce/bth"
 	"github.com/uroce/uroce/internal/netns"
-	"github.com/uroce/uroce/pkg/link"
 	"github.com/uroce/uroce/pkg/link/afxdp"
 	"github.com/uroce/uroce/xdp"
 	"github.com/vishvananda/netlink"
@@ -346,7 +346,7 @@ func writeFrame(b []byte, dst, src net.HardwareAddr, q int, seq uint32) int {
 	binary.BigEndian.PutUint16(ip[10:], ^uint16(sum))
 	udp := ip[ipHdr:]
 	binary.BigEndian.PutUint16(udp[0:], 0xc000)
-	binary.BigEndian.PutUint16(udp[2:], link.UDPPort)
+	binary.BigEndian.PutUint16(udp[2:], bth.RoCEPort)
 	binary.BigEndian.PutUint16(udp[4:], uint16(frameLen-ethHdr-ipHdr))
 	binary.BigEndian.PutUint16(udp[6:], 0) // no checksum (IPv4)
 	pl := b[magicOff:]
@@ -365,7 +365,7 @@ func readFrame(b []byte) (q int, seq uint32, err error) {
 	if len(b) != frameLen {
 		return 0, 0, fmt.Errorf("frame of %d bytes, want %d", len(b), frameLen)
 	}
-	if binary.BigEndian.Uint16(b[ethHdr+ipHdr+2:]) != link.UDPPort {
+	if binary.BigEndian.Uint16(b[ethHdr+ipHdr+2:]) != bth.RoCEPort {
 		return 0, 0, errors.New("not to the RoCE port")
 	}
 	pl := b[magicOff:]

@@ -291,10 +291,10 @@ func (l *Link) reserve() error {
 	fam := unix.AF_INET
 	var sa unix.Sockaddr
 	if !l.v6 {
-		sa = &unix.SockaddrInet4{Port: link.UDPPort, Addr: a.As4()}
+		sa = &unix.SockaddrInet4{Port: bth.RoCEPort, Addr: a.As4()}
 	} else {
 		fam = unix.AF_INET6
-		sa = &unix.SockaddrInet6{Port: link.UDPPort, Addr: a.As16()}
+		sa = &unix.SockaddrInet6{Port: bth.RoCEPort, Addr: a.As16()}
 	}
 	fd, err := unix.Socket(fam, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -307,7 +307,7 @@ func (l *Link) reserve() error {
 	}
 	unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 1)
 	if err := unix.Bind(fd, sa); err != nil {
-		return fmt.Errorf("afpacket: reserve port %d on %v: %w", link.UDPPort, a, err)
+		return fmt.Errorf("afpacket: reserve port %d on %v: %w", bth.RoCEPort, a, err)
 	}
 	return nil
 }
@@ -359,7 +359,7 @@ func (l *Link) stage(n int, p *link.Packet) error {
 	if err != nil {
 		return fmt.Errorf("afpacket: %w", err)
 	}
-	h := wire.Header{Src: l.info.Addr, Dst: dst, SrcPort: p.SrcPort, DstPort: link.UDPPort,
+	h := wire.Header{Src: l.info.Addr, Dst: dst, SrcPort: p.SrcPort, DstPort: bth.RoCEPort,
 		TOS: p.TOS, TTL: 64, ID: l.ipID, DF: true}
 	if h.SrcPort == 0 {
 		h.SrcPort = 0xc000

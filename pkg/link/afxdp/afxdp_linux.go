@@ -200,10 +200,10 @@ func Open(cfg Config) (_ *Link, err error) {
 	// buffer; larger ones need multi-buffer (XDP_USE_SG), without which
 	// the kernel drops them silently.
 	const fs = xdp.DefaultFrameSize
-	maxFrame := ethLen + vlanLen + attrs.MTU
+	maxFrame := bth.EthernetLen + bth.VLANLen + attrs.MTU
 	l.mbuf = maxFrame > fs-unix.XDP_PACKET_HEADROOM
 	// A span holds Headroom plus the largest RoCE packet (the IPv4 case).
-	spanChunks := (link.Headroom + attrs.MTU - ipv4Len - udpLen + fs - 1) / fs
+	spanChunks := (link.Headroom + attrs.MTU - bth.IPv4MinLen - bth.UDPLen + fs - 1) / fs
 	spans := cfg.RingSize / spanChunks
 	for i, qid := range queues {
 		sc := xdp.Config{
@@ -465,7 +465,7 @@ func cmp(first, err error) error {
 // hdrLen is the length of the headers Send writes in front of the BTH.
 func (l *Link) hdrLen(v6 bool) int {
 	if l.cfg.VLAN != 0 {
-		return hdrLen(v6) + vlanLen
+		return hdrLen(v6) + bth.VLANLen
 	}
 	return hdrLen(v6)
 }
@@ -491,11 +491,11 @@ func (l *Link) build(p *link.Packet) error {
 	if src.Is6() != v6 {
 		return fmt.Errorf("source %v for destination %v: %w", src, dst, link.ErrNoRoute)
 	}
-	iphl := ipv4Len
+	iphl := bth.IPv4MinLen
 	if v6 {
-		iphl = ipv6Len
+		iphl = bth.IPv6Len
 	}
-	if iphl+udpLen+p.Len > l.info.MTU {
+	if iphl+bth.UDPLen+p.Len > l.info.MTU {
 		return link.ErrTooBig
 	}
 	mac, err := l.nextHop(dst)
@@ -503,9 +503,9 @@ func (l *Link) build(p *link.Packet) error {
 		return err
 	}
 	f := p.Buf[p.Off-h : p.Off+p.Len]
-	eth := ethLen
+	eth := bth.EthernetLen
 	if l.cfg.VLAN != 0 {
-		eth += vlanLen
+		eth += bth.VLANLen
 	}
 	ip := f[eth:]
 	udp := ip[iphl:]
@@ -516,8 +516,8 @@ func (l *Link) build(p *link.Packet) error {
 	if l.cfg.VLAN != 0 {
 		// Addresses, the tag (TPID 0x8100, TCI), then the EtherType.
 		bth.Ethernet(f).Encode(&bth.EthernetFields{Dst: mac, Src: l.srcMAC, EtherType: bth.EtherTypeVLAN})
-		binary.BigEndian.PutUint16(f[ethLen:], uint16(l.cfg.Priority)<<13|l.cfg.VLAN)
-		binary.BigEndian.PutUint16(f[ethLen+2:], et)
+		binary.BigEndian.PutUint16(f[bth.EthernetLen:], uint16(l.cfg.Priority)<<13|l.cfg.VLAN)
+		binary.BigEndian.PutUint16(f[bth.EthernetLen+2:], et)
 	} else {
 		bth.Ethernet(f).Encode(&bth.EthernetFields{Dst: mac, Src: l.srcMAC, EtherType: et})
 	}
@@ -525,8 +525,8 @@ func (l *Link) build(p *link.Packet) error {
 	if sport == 0 {
 		sport = l.cfg.SrcPort
 	}
-	ulen := uint16(udpLen + p.Len)
-	bth.UDP(udp).Encode(&bth.UDPFields{SrcPort: sport, DstPort: link.UDPPort, Length: ulen})
+	ulen := uint16(bth.UDPLen + p.Len)
+	bth.UDP(udp).Encode(&bth.UDPFields{SrcPort: sport, DstPort: bth.RoCEPort, Length: ulen})
 	if v6 {
 		bth.IPv6(ip).Encode(&bth.IPv6Fields{
 			TrafficClass: p.TOS, PayloadLength: ulen, NextHeader: unix.IPPROTO_UDP,
@@ -535,7 +535,7 @@ func (l *Link) build(p *link.Packet) error {
 	} else {
 		// ID 0 with DF, as Linux sends (the ICRC covers the ID).
 		bth.IPv4(ip).Encode(&bth.IPv4Fields{
-			TOS: p.TOS, TotalLength: uint16(ipv4Len) + ulen, Flags: bth.IPv4DontFragment,
+			TOS: p.TOS, TotalLength: uint16(bth.IPv4MinLen) + ulen, Flags: bth.IPv4DontFragment,
 			TTL: l.cfg.HopLimit, Protocol: unix.IPPROTO_UDP, Src: src, Dst: dst,
 		})
 	}
@@ -625,7 +625,7 @@ func (l *Link) deliver(b []byte, p *link.Packet, buf []byte, base int) bool {
 		return false
 	}
 	*p = link.Packet{
-		Buf: buf, Off: base + f.udp + udpLen, Len: f.end - f.udp - udpLen,
+		Buf: buf, Off: base + f.udp + bth.UDPLen, Len: f.end - f.udp - bth.UDPLen,
 		Remote: f.src, Local: f.dst, SrcPort: f.srcPort, TOS: f.tos,
 	}
 	l.stats.RxPackets++

@@ -3,18 +3,12 @@ package afxdp
 import (
 	"encoding/binary"
 	"net/netip"
+
+	"github.com/uroce/uroce/bth"
 )
 
-// Header lengths.
-const (
-	ethLen  = 14
-	vlanLen = 4
-	ipv4Len = 20
-	ipv6Len = 40
-	udpLen  = 8
-	// minRoCE is a BTH and an ICRC: anything shorter is not RoCE.
-	minRoCE = 12 + 4
-)
+// minRoCE is a BTH and an ICRC: anything shorter is not RoCE.
+const minRoCE = bth.BTHLen + bth.ICRCLen
 
 // rxFrame is what parse finds in a received frame.
 type rxFrame struct {
@@ -30,27 +24,27 @@ type rxFrame struct {
 // reads lengths from the headers, not from len(b): Ethernet pads short
 // frames.
 func parse(b []byte, f *rxFrame) bool {
-	if len(b) < ethLen {
+	if len(b) < bth.EthernetLen {
 		return false
 	}
 	et := binary.BigEndian.Uint16(b[12:])
-	l3 := ethLen
+	l3 := bth.EthernetLen
 	if et == 0x8100 {
-		if len(b) < ethLen+vlanLen {
+		if len(b) < bth.EthernetLen+bth.VLANLen {
 			return false
 		}
 		et = binary.BigEndian.Uint16(b[16:])
-		l3 += vlanLen
+		l3 += bth.VLANLen
 	}
 	var l4, end int
 	switch et {
 	case 0x0800:
-		if len(b) < l3+ipv4Len || b[l3]>>4 != 4 {
+		if len(b) < l3+bth.IPv4MinLen || b[l3]>>4 != 4 {
 			return false
 		}
 		ihl := int(b[l3]&0xf) * 4
 		total := int(binary.BigEndian.Uint16(b[l3+2:]))
-		if ihl < ipv4Len || b[l3+9] != 17 || binary.BigEndian.Uint16(b[l3+6:])&0x3fff != 0 {
+		if ihl < bth.IPv4MinLen || b[l3+9] != 17 || binary.BigEndian.Uint16(b[l3+6:])&0x3fff != 0 {
 			return false
 		}
 		l4, end = l3+ihl, l3+total
@@ -61,10 +55,10 @@ func parse(b []byte, f *rxFrame) bool {
 		f.src = netip.AddrFrom4([4]byte(b[l3+12 : l3+16]))
 		f.dst = netip.AddrFrom4([4]byte(b[l3+16 : l3+20]))
 	case 0x86dd:
-		if len(b) < l3+ipv6Len || b[l3]>>4 != 6 || b[l3+6] != 17 {
+		if len(b) < l3+bth.IPv6Len || b[l3]>>4 != 6 || b[l3+6] != 17 {
 			return false
 		}
-		l4 = l3 + ipv6Len
+		l4 = l3 + bth.IPv6Len
 		end = l4 + int(binary.BigEndian.Uint16(b[l3+4:]))
 		if end > len(b) {
 			return false
@@ -75,7 +69,7 @@ func parse(b []byte, f *rxFrame) bool {
 	default:
 		return false
 	}
-	if end-l4 < udpLen+minRoCE || binary.BigEndian.Uint16(b[l4+2:]) != 4791 {
+	if end-l4 < bth.UDPLen+minRoCE || binary.BigEndian.Uint16(b[l4+2:]) != bth.RoCEPort {
 		return false
 	}
 	if ul := int(binary.BigEndian.Uint16(b[l4+4:])); ul != end-l4 {
@@ -89,7 +83,7 @@ func parse(b []byte, f *rxFrame) bool {
 // hdrLen returns the length of the headers Send writes in front of the BTH.
 func hdrLen(v6 bool) int {
 	if v6 {
-		return ethLen + ipv6Len + udpLen
+		return bth.EthernetLen + bth.IPv6Len + bth.UDPLen
 	}
-	return ethLen + ipv4Len + udpLen
+	return bth.EthernetLen + bth.IPv4MinLen + bth.UDPLen
 }

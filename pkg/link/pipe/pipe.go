@@ -288,7 +288,7 @@ func (l *Link) send(pkts []*link.Packet) (int, error) {
 			fail(i, ErrNotPeer)
 			continue
 		}
-		h := wire.Header{Src: l.addr, Dst: l.peer, SrcPort: p.SrcPort, DstPort: link.UDPPort,
+		h := wire.Header{Src: l.addr, Dst: l.peer, SrcPort: p.SrcPort, DstPort: bth.RoCEPort,
 			TOS: p.TOS, TTL: 64, ID: l.ipID, DF: true}
 		if h.SrcPort == 0 {
 			h.SrcPort = 0xc000

@@ -84,7 +84,7 @@ func Open(cfg Config) (*Link, error) {
 		return nil, ErrAddr
 	}
 	if cfg.Port == 0 {
-		cfg.Port = link.UDPPort
+		cfg.Port = bth.RoCEPort
 	}
 	if cfg.Batch == 0 {
 		cfg.Batch = 64

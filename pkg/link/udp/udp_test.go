@@ -184,7 +184,7 @@ func TestRawPeer(t *testing.T) {
 	pk := link.Packet{Buf: buf, Off: link.Headroom}
 	send := func(id uint16, psn uint32, corrupt bool) {
 		linktest.Fill(&pk, psn, 200, lo1)
-		h := wire.Header{Src: lo1, Dst: lo1, SrcPort: 0xc0de, DstPort: link.UDPPort, ID: id, DF: true, TTL: 64, TOS: link.ECT0}
+		h := wire.Header{Src: lo1, Dst: lo1, SrcPort: 0xc0de, DstPort: bth.RoCEPort, ID: id, DF: true, TTL: 64, TOS: link.ECT0}
 		ip := wire.Put(buf, pk.Off, pk.Len, &h)
 		bth.PutICRC(buf[ip : pk.Off+pk.Len])
 		if corrupt {
