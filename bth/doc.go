@@ -46,7 +46,8 @@ var (
 	// ErrBadICRC means the invariant CRC does not match the packet.
 	ErrBadICRC = errors.New("bad ICRC")
 	// ErrNotRoCE means the frame is not RoCEv2: not IP, not UDP, not to
-	// port 4791, or fragmented.
+	// port 4791, or fragmented. ParseDatagram returns it, unwrapped, for
+	// any datagram it refuses.
 	ErrNotRoCE = errors.New("not a RoCEv2 packet")
 	// ErrBadIPHeader means the IP header is malformed.
 	ErrBadIPHeader = errors.New("bad IP header")
