@@ -12,7 +12,6 @@ import (
 	"github.com/uroce/uroce/pkg/link"
 	"github.com/uroce/uroce/pkg/link/internal/mmsg"
 	"github.com/uroce/uroce/pkg/link/internal/sock"
-	"github.com/uroce/uroce/pkg/link/internal/wire"
 	"golang.org/x/sys/unix"
 )
 
@@ -217,12 +216,12 @@ func (l *Link) stage(n int, p *link.Packet) error {
 	if p.Len < bth.BTHLen+bth.ICRCLen {
 		return errShort
 	}
-	h := wire.Header{Src: l.info.Addr, Dst: dst, SrcPort: l.port, DstPort: l.port, DF: true, TTL: 64}
-	hl := h.Len()
+	h := bth.DatagramFields{Src: l.info.Addr, Dst: dst, SrcPort: l.port, DstPort: l.port, DF: true, TTL: 64}
+	hl := h.HeaderLen()
 	if hl+p.Len > l.info.MTU || p.Off < hl || p.Off+p.Len > len(p.Buf) {
 		return errTooBig
 	}
-	ip := wire.Put(p.Buf, p.Off, p.Len, &h)
+	ip := bth.PutDatagramHeaders(p.Buf, p.Off, p.Len, &h)
 	if err := bth.PutICRC(p.Buf[ip : p.Off+p.Len]); err != nil {
 		return fmt.Errorf("udp: %w", err)
 	}
@@ -291,8 +290,8 @@ func (l *Link) accept(i int, p *link.Packet) bool {
 	// header's destination: no IP_PKTINFO to ask the kernel for.
 	*p = link.Packet{Buf: p.Buf, Off: link.Headroom, Len: n, Remote: from.Addr(), Local: l.info.Addr,
 		SrcPort: from.Port(), TOS: l.rxTOS}
-	h := wire.Header{Src: p.Remote, Dst: p.Local, SrcPort: from.Port(), DstPort: l.port, DF: true}
-	ip := wire.Put(p.Buf, p.Off, n, &h)
+	h := bth.DatagramFields{Src: p.Remote, Dst: p.Local, SrcPort: from.Port(), DstPort: l.port, DF: true}
+	ip := bth.PutDatagramHeaders(p.Buf, p.Off, n, &h)
 	dg := p.Buf[ip : p.Off+n]
 	crc, err := bth.ICRC(dg)
 	if err != nil {
