@@ -30,12 +30,6 @@ var (
 	ErrVLAN = errors.New("afpacket: VLAN ID must be 1-4094 and priority 0-7")
 )
 
-var (
-	errTooBig = fmt.Errorf("afpacket: %w", link.ErrTooBig)
-	errFamily = fmt.Errorf("afpacket: destination of the other address family: %w", link.ErrNoRoute)
-	errShort  = errors.New("afpacket: packet shorter than BTH and ICRC")
-)
-
 // Config configures a link.
 type Config struct {
 	// Ifname is the interface; required.
@@ -275,7 +269,7 @@ func (l *Link) open(cfg Config) error {
 		return fmt.Errorf("afpacket: bind %s: %w", l.info.Name, err)
 	}
 	return l.c.Init(sock.Config{
-		Name: "afpacket", FD: fd, Batch: cfg.Batch, Buffers: cfg.Buffers,
+		Name: "afpacket", FD: fd, V6: l.v6, Batch: cfg.Batch, Buffers: cfg.Buffers,
 		BufSize: link.Headroom + l.info.MTU, RxAt: rxStart,
 	})
 }
@@ -344,12 +338,9 @@ func (l *Link) Resolve(dst netip.Addr) {
 // stage writes Ethernet, IP and UDP in front of p, its ICRC, and points TX
 // slot n at the frame.
 func (l *Link) stage(n int, p *link.Packet) error {
-	dst := p.Remote.Unmap()
-	if dst.Is6() != l.v6 || !dst.IsValid() {
-		return errFamily
-	}
-	if p.Len < bth.BTHLen+bth.ICRCLen {
-		return errShort
+	dst, err := l.c.Dst(p)
+	if err != nil {
+		return err
 	}
 	rt, err := l.res.Next(&l.hop, dst)
 	if err != nil {
@@ -362,7 +353,7 @@ func (l *Link) stage(n int, p *link.Packet) error {
 	}
 	hl := h.HeaderLen()
 	if hl+p.Len > min(l.info.MTU, rt.MTU) || p.Off < hl+l.ethLen || p.Off+p.Len > len(p.Buf) {
-		return errTooBig
+		return l.c.ErrTooBig()
 	}
 	l.ipID++
 	ip := bth.PutDatagramHeaders(p.Buf, p.Off, p.Len, &h)

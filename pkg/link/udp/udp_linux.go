@@ -24,12 +24,6 @@ var (
 	ErrAddr = errors.New("udp: need a specific local address")
 )
 
-var (
-	errTooBig = fmt.Errorf("udp: %w", link.ErrTooBig)
-	errFamily = fmt.Errorf("udp: destination of the other address family: %w", link.ErrNoRoute)
-	errShort  = errors.New("udp: packet shorter than BTH and ICRC")
-)
-
 // Config configures a link.
 type Config struct {
 	// Addr is the local address to bind; required.
@@ -163,7 +157,7 @@ func (l *Link) open(a netip.Addr, cfg Config) error {
 	// Buffers: headroom plus the largest UDP payload the MTU allows.
 	l.bufSize = link.Headroom + cfg.MTU
 	return l.c.Init(sock.Config{
-		Name: "udp", FD: fd, Batch: cfg.Batch, Buffers: cfg.Buffers, BufSize: l.bufSize,
+		Name: "udp", FD: fd, V6: l.v6, Batch: cfg.Batch, Buffers: cfg.Buffers, BufSize: l.bufSize,
 		TxCtrl: unix.CmsgSpace(4),
 		RxCtrl: unix.CmsgSpace(4) + 16,
 		RxAt:   link.Headroom,
@@ -209,17 +203,14 @@ func (l *Link) Send(pkts []*link.Packet) (int, error) { return l.c.Send(pkts, l.
 // stage writes the headers the kernel will write in front of p, for the
 // ICRC only, and points TX slot n at the RoCE packet.
 func (l *Link) stage(n int, p *link.Packet) error {
-	dst := p.Remote.Unmap()
-	if dst.Is6() != l.v6 || !dst.IsValid() {
-		return errFamily
-	}
-	if p.Len < bth.BTHLen+bth.ICRCLen {
-		return errShort
+	dst, err := l.c.Dst(p)
+	if err != nil {
+		return err
 	}
 	h := bth.DatagramFields{Src: l.info.Addr, Dst: dst, SrcPort: l.port, DstPort: l.port, DF: true, TTL: 64}
 	hl := h.HeaderLen()
 	if hl+p.Len > l.info.MTU || p.Off < hl || p.Off+p.Len > len(p.Buf) {
-		return errTooBig
+		return l.c.ErrTooBig()
 	}
 	ip := bth.PutDatagramHeaders(p.Buf, p.Off, p.Len, &h)
 	if err := bth.PutICRC(p.Buf[ip : p.Off+p.Len]); err != nil {
