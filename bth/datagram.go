@@ -33,27 +33,27 @@ func DatagramHeaderLen(dst netip.Addr) int {
 // must hold f.HeaderLen() bytes. The UDP checksum is left 0, as rxe sends
 // over IPv4; PutUDPChecksum fills it in after PutICRC.
 func PutDatagramHeaders(buf []byte, off, n int, f *DatagramFields) int {
-	start := off - f.HeaderLen()
-	ip := buf[start:off]
 	ulen := uint16(UDPLen + n)
+	u := UDP(buf[off-UDPLen : off])
+	var start int
 	if f.Dst.Is4() || f.Dst.Is4In6() {
+		start = off - UDPLen - IPv4MinLen
 		var flags uint8
 		if f.DF {
 			flags = IPv4DontFragment
 		}
-		IPv4(ip).Encode(&IPv4Fields{
+		IPv4(buf[start:off]).Encode(&IPv4Fields{
 			TOS: f.TOS, TotalLength: IPv4MinLen + ulen, ID: f.ID, Flags: flags, TTL: f.TTL,
 			Protocol: ProtocolUDP, Src: f.Src, Dst: f.Dst,
 		})
-		ip = ip[IPv4MinLen:]
 	} else {
-		IPv6(ip).Encode(&IPv6Fields{
+		start = off - UDPLen - IPv6Len
+		IPv6(buf[start:off]).Encode(&IPv6Fields{
 			TrafficClass: f.TOS, PayloadLength: ulen, NextHeader: ProtocolUDP, HopLimit: f.TTL,
 			Src: f.Src, Dst: f.Dst,
 		})
-		ip = ip[IPv6Len:]
 	}
-	UDP(ip).Encode(&UDPFields{SrcPort: f.SrcPort, DstPort: f.DstPort, Length: ulen})
+	u.Encode(&UDPFields{SrcPort: f.SrcPort, DstPort: f.DstPort, Length: ulen})
 	return start
 }
 
