@@ -124,3 +124,43 @@ func TestZeroAllocs(t *testing.T) {
 		t.Errorf("Decode+VerifyICRC: %v allocs per packet", n)
 	}
 }
+
+// BenchmarkUDPChecksum measures the UDP checksum over a whole datagram,
+// which the IPv6 senders compute for every packet (RFC 8200 section 8.1).
+func BenchmarkUDPChecksum(b *testing.B) {
+	for _, n := range sizes {
+		d := frame(b, n)[bth.EthernetLen:]
+		b.Run(fmt.Sprintf("%dB", n), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(d)))
+			for b.Loop() {
+				bth.PutUDPChecksum(d)
+			}
+		})
+	}
+}
+
+// BenchmarkDatagram measures what a link does for each packet around
+// the ICRC: write the IP and UDP headers in front of the RoCE packet, and
+// parse them back on receive.
+func BenchmarkDatagram(b *testing.B) {
+	for _, dst := range []string{"10.0.0.2", "fd00::2"} {
+		src := "10.0.0.1"
+		if dst == "fd00::2" {
+			src = "fd00::1"
+		}
+		h := bth.DatagramFields{Src: netip.MustParseAddr(src), Dst: netip.MustParseAddr(dst),
+			SrcPort: 0xc000, DstPort: bth.RoCEPort, TTL: 64, DF: true}
+		buf := make([]byte, 128+1024)
+		var g bth.Datagram
+		b.Run(dst, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				ip := bth.PutDatagramHeaders(buf, 128, 1024, &h)
+				if err := bth.ParseDatagram(buf[ip:], &g); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

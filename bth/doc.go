@@ -4,9 +4,12 @@
 //
 // Headers are views over byte slices, as gVisor's header package writes
 // them: BTH, RETH, AETH, AtomicETH, AtomicAckETH, ImmDt, IETH, DETH, RDETH,
-// FETH and the CNP body have accessors that read the bytes in place and an
-// Encode method that writes them in place from a Fields struct. Nothing here
-// allocates on the packet path.
+// FETH, the CNP body and the lower Ethernet, VLAN, IPv4, IPv6 and UDP
+// headers have accessors over named field offsets that read the bytes in
+// place, and an Encode method that writes them in place from a Fields
+// struct. Nothing here allocates on the packet path. The header lengths,
+// port 4791 and the one RFC 1071 checksum are defined here and nowhere
+// else.
 //
 // Which extension headers follow the BTH, and where, is data: the opcode
 // table (opcode.go) has one entry per opcode, like rxe's rxe_opcode.c, and
@@ -18,8 +21,10 @@
 // precisely what is wrong and match the sentinels below with errors.Is.
 //
 // To write a packet, encode PacketFields into a buffer (headers, payload,
-// pad, room for the ICRC), lay the lower headers in front of it, and call
-// PutICRC over the IP datagram.
+// pad, room for the ICRC), lay the lower headers in front of it
+// (PutDatagramHeaders), and call PutICRC over the IP datagram. Links check
+// a received datagram's IP and UDP headers with ParseDatagram, which
+// returns a bare sentinel.
 //
 // This package imports only the standard library.
 package bth
@@ -46,7 +51,8 @@ var (
 	// ErrBadICRC means the invariant CRC does not match the packet.
 	ErrBadICRC = errors.New("bad ICRC")
 	// ErrNotRoCE means the frame is not RoCEv2: not IP, not UDP, not to
-	// port 4791, or fragmented.
+	// port 4791, or fragmented. ParseDatagram returns it, unwrapped, for
+	// any datagram it refuses.
 	ErrNotRoCE = errors.New("not a RoCEv2 packet")
 	// ErrBadIPHeader means the IP header is malformed.
 	ErrBadIPHeader = errors.New("bad IP header")

@@ -179,20 +179,5 @@ func (f *Frame) Verify() error {
 // UDPChecksumValid reports whether the UDP checksum is right, or absent
 // (0, which RoCEv2 senders use: the ICRC protects the packet).
 func (f *Frame) UDPChecksumValid() bool {
-	u := f.UDP()
-	if u.Checksum() == 0 {
-		return true
-	}
-	var s uint32
-	d := f.buf[f.udp:f.end]
-	if h := f.IPv4(); h != nil {
-		s = uint32(checksum(h[12:20]))
-	} else {
-		s = uint32(checksum(f.IPv6()[8:40]))
-	}
-	s += ProtocolUDP + uint32(len(d)) + uint32(checksum(d))
-	for s > 0xffff {
-		s = s>>16 + s&0xffff
-	}
-	return s == 0xffff
+	return UDPChecksumValid(f.Datagram())
 }

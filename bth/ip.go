@@ -12,6 +12,10 @@ const (
 	IPv4MinLen  = 20
 	IPv6Len     = 40
 	UDPLen      = 8
+	// GRHLen is the Global Route Header at the front of every UD
+	// receive buffer (IBA 11.4.1.2). RoCEv2 fills it with the IP header
+	// the datagram came in: IPv6 whole, IPv4 in its last 20 bytes.
+	GRHLen = 40
 )
 
 // EtherTypes and IP protocol numbers RoCEv2 frames use.
@@ -23,6 +27,39 @@ const (
 	ProtocolUDP   = 17
 )
 
+// Field offsets of the lower headers.
+const (
+	ethDst  = 0
+	ethSrc  = 6
+	ethType = 12
+
+	vlanTCI  = 0
+	vlanType = 2
+
+	ipv4VerIHL    = 0
+	ipv4TOS       = 1
+	ipv4TotalLen  = 2
+	ipv4ID        = 4
+	ipv4FlagsFrag = 6
+	ipv4TTL       = 8
+	ipv4Protocol  = 9
+	ipv4Checksum  = 10
+	ipv4Src       = 12
+	ipv4Dst       = 16
+
+	ipv6VerTCFlow  = 0
+	ipv6PayloadLen = 4
+	ipv6NextHeader = 6
+	ipv6HopLimit   = 7
+	ipv6Src        = 8
+	ipv6Dst        = 24
+
+	udpSrcPort  = 0
+	udpDstPort  = 2
+	udpLength   = 4
+	udpChecksum = 6
+)
+
 // Ethernet is a view of an Ethernet II header.
 type Ethernet []byte
 
@@ -32,16 +69,16 @@ type EthernetFields struct {
 	EtherType uint16
 }
 
-func (b Ethernet) Dst() (m [6]byte)  { copy(m[:], b[0:6]); return }
-func (b Ethernet) Src() (m [6]byte)  { copy(m[:], b[6:12]); return }
-func (b Ethernet) EtherType() uint16 { return binary.BigEndian.Uint16(b[12:]) }
+func (b Ethernet) Dst() (m [6]byte)  { copy(m[:], b[ethDst:ethDst+6]); return }
+func (b Ethernet) Src() (m [6]byte)  { copy(m[:], b[ethSrc:ethSrc+6]); return }
+func (b Ethernet) EtherType() uint16 { return binary.BigEndian.Uint16(b[ethType:]) }
 
 // Encode writes the header.
 func (b Ethernet) Encode(f *EthernetFields) {
 	_ = b[EthernetLen-1]
-	copy(b[0:6], f.Dst[:])
-	copy(b[6:12], f.Src[:])
-	binary.BigEndian.PutUint16(b[12:], f.EtherType)
+	copy(b[ethDst:ethDst+6], f.Dst[:])
+	copy(b[ethSrc:ethSrc+6], f.Src[:])
+	binary.BigEndian.PutUint16(b[ethType:], f.EtherType)
 }
 
 // VLAN is a view of an 802.1Q tag's last four bytes: the tag control
@@ -49,12 +86,12 @@ func (b Ethernet) Encode(f *EthernetFields) {
 // EtherType).
 type VLAN []byte
 
-func (b VLAN) PCP() uint8        { return b[0] >> 5 }
-func (b VLAN) ID() uint16        { return binary.BigEndian.Uint16(b) & 0x0fff }
-func (b VLAN) EtherType() uint16 { return binary.BigEndian.Uint16(b[2:]) }
+func (b VLAN) PCP() uint8        { return b[vlanTCI] >> 5 }
+func (b VLAN) ID() uint16        { return binary.BigEndian.Uint16(b[vlanTCI:]) & 0x0fff }
+func (b VLAN) EtherType() uint16 { return binary.BigEndian.Uint16(b[vlanType:]) }
 func (b VLAN) Encode(pcp uint8, id, etherType uint16) {
-	binary.BigEndian.PutUint16(b, uint16(pcp&7)<<13|id&0x0fff)
-	binary.BigEndian.PutUint16(b[2:], etherType)
+	binary.BigEndian.PutUint16(b[vlanTCI:], uint16(pcp&7)<<13|id&0x0fff)
+	binary.BigEndian.PutUint16(b[vlanType:], etherType)
 }
 
 // IPv4 is a view of an IPv4 header.
@@ -79,20 +116,20 @@ const (
 	IPv4MoreFragments = 1
 )
 
-func (b IPv4) Version() uint8      { return b[0] >> 4 }
-func (b IPv4) HeaderLen() int      { return int(b[0]&0x0f) * 4 }
-func (b IPv4) TOS() uint8          { return b[1] }
-func (b IPv4) TotalLength() uint16 { return binary.BigEndian.Uint16(b[2:]) }
-func (b IPv4) ID() uint16          { return binary.BigEndian.Uint16(b[4:]) }
-func (b IPv4) Flags() uint8        { return b[6] >> 5 }
-func (b IPv4) FragOff() uint16     { return binary.BigEndian.Uint16(b[6:]) & 0x1fff }
-func (b IPv4) TTL() uint8          { return b[8] }
-func (b IPv4) Protocol() uint8     { return b[9] }
-func (b IPv4) Checksum() uint16    { return binary.BigEndian.Uint16(b[10:]) }
-func (b IPv4) Src() netip.Addr     { return netip.AddrFrom4([4]byte(b[12:16])) }
-func (b IPv4) Dst() netip.Addr     { return netip.AddrFrom4([4]byte(b[16:20])) }
-func (b IPv4) SetTOS(tos uint8)    { b[1] = tos; b.SetChecksum() }
-func (b IPv4) SetID(id uint16)     { binary.BigEndian.PutUint16(b[4:], id) }
+func (b IPv4) Version() uint8      { return b[ipv4VerIHL] >> 4 }
+func (b IPv4) HeaderLen() int      { return int(b[ipv4VerIHL]&0x0f) * 4 }
+func (b IPv4) TOS() uint8          { return b[ipv4TOS] }
+func (b IPv4) TotalLength() uint16 { return binary.BigEndian.Uint16(b[ipv4TotalLen:]) }
+func (b IPv4) ID() uint16          { return binary.BigEndian.Uint16(b[ipv4ID:]) }
+func (b IPv4) Flags() uint8        { return b[ipv4FlagsFrag] >> 5 }
+func (b IPv4) FragOff() uint16     { return binary.BigEndian.Uint16(b[ipv4FlagsFrag:]) & 0x1fff }
+func (b IPv4) TTL() uint8          { return b[ipv4TTL] }
+func (b IPv4) Protocol() uint8     { return b[ipv4Protocol] }
+func (b IPv4) Checksum() uint16    { return binary.BigEndian.Uint16(b[ipv4Checksum:]) }
+func (b IPv4) Src() netip.Addr     { return netip.AddrFrom4([4]byte(b[ipv4Src : ipv4Src+4])) }
+func (b IPv4) Dst() netip.Addr     { return netip.AddrFrom4([4]byte(b[ipv4Dst : ipv4Dst+4])) }
+func (b IPv4) SetTOS(tos uint8)    { b[ipv4TOS] = tos; b.SetChecksum() }
+func (b IPv4) SetID(id uint16)     { binary.BigEndian.PutUint16(b[ipv4ID:], id) }
 
 // Fields returns the header's fields (options are not included).
 func (b IPv4) Fields() IPv4Fields {
@@ -106,42 +143,27 @@ func (b IPv4) Fields() IPv4Fields {
 // IPv4 (or IPv4-mapped) addresses.
 func (b IPv4) Encode(f *IPv4Fields) {
 	_ = b[IPv4MinLen-1]
-	b[0] = 0x45
-	b[1] = f.TOS
-	binary.BigEndian.PutUint16(b[2:], f.TotalLength)
-	binary.BigEndian.PutUint16(b[4:], f.ID)
-	binary.BigEndian.PutUint16(b[6:], uint16(f.Flags&7)<<13|f.FragOff&0x1fff)
-	b[8] = f.TTL
-	b[9] = f.Protocol
+	b[ipv4VerIHL] = 4<<4 | IPv4MinLen/4
+	b[ipv4TOS] = f.TOS
+	binary.BigEndian.PutUint16(b[ipv4TotalLen:], f.TotalLength)
+	binary.BigEndian.PutUint16(b[ipv4ID:], f.ID)
+	binary.BigEndian.PutUint16(b[ipv4FlagsFrag:], uint16(f.Flags&7)<<13|f.FragOff&0x1fff)
+	b[ipv4TTL] = f.TTL
+	b[ipv4Protocol] = f.Protocol
 	src, dst := f.Src.Unmap().As4(), f.Dst.Unmap().As4()
-	copy(b[12:16], src[:])
-	copy(b[16:20], dst[:])
+	copy(b[ipv4Src:ipv4Src+4], src[:])
+	copy(b[ipv4Dst:ipv4Dst+4], dst[:])
 	b.SetChecksum()
 }
 
 // SetChecksum computes and writes the header checksum.
 func (b IPv4) SetChecksum() {
-	b[10], b[11] = 0, 0
-	binary.BigEndian.PutUint16(b[10:], ^checksum(b[:b.HeaderLen()]))
+	binary.BigEndian.PutUint16(b[ipv4Checksum:], 0)
+	binary.BigEndian.PutUint16(b[ipv4Checksum:], ^checksum(b[:b.HeaderLen()], 0))
 }
 
 // ChecksumValid reports whether the header checksum is right.
-func (b IPv4) ChecksumValid() bool { return checksum(b[:b.HeaderLen()]) == 0xffff }
-
-// checksum is the ones'-complement sum of RFC 1071, not yet complemented.
-func checksum(b []byte) uint16 {
-	var s uint32
-	for ; len(b) >= 2; b = b[2:] {
-		s += uint32(b[0])<<8 | uint32(b[1])
-	}
-	if len(b) == 1 {
-		s += uint32(b[0]) << 8
-	}
-	for s > 0xffff {
-		s = s>>16 + s&0xffff
-	}
-	return uint16(s)
-}
+func (b IPv4) ChecksumValid() bool { return checksum(b[:b.HeaderLen()], 0) == 0xffff }
 
 // IPv6 is a view of an IPv6 header.
 type IPv6 []byte
@@ -156,19 +178,19 @@ type IPv6Fields struct {
 	Src, Dst      netip.Addr
 }
 
-func (b IPv6) Version() uint8        { return b[0] >> 4 }
-func (b IPv6) TrafficClass() uint8   { return uint8(binary.BigEndian.Uint16(b) >> 4) }
-func (b IPv6) FlowLabel() uint32     { return binary.BigEndian.Uint32(b) & 0x000fffff }
-func (b IPv6) PayloadLength() uint16 { return binary.BigEndian.Uint16(b[4:]) }
-func (b IPv6) NextHeader() uint8     { return b[6] }
-func (b IPv6) HopLimit() uint8       { return b[7] }
-func (b IPv6) Src() netip.Addr       { return netip.AddrFrom16([16]byte(b[8:24])) }
-func (b IPv6) Dst() netip.Addr       { return netip.AddrFrom16([16]byte(b[24:40])) }
+func (b IPv6) Version() uint8        { return b[ipv6VerTCFlow] >> 4 }
+func (b IPv6) TrafficClass() uint8   { return uint8(binary.BigEndian.Uint16(b[ipv6VerTCFlow:]) >> 4) }
+func (b IPv6) FlowLabel() uint32     { return binary.BigEndian.Uint32(b[ipv6VerTCFlow:]) & 0x000fffff }
+func (b IPv6) PayloadLength() uint16 { return binary.BigEndian.Uint16(b[ipv6PayloadLen:]) }
+func (b IPv6) NextHeader() uint8     { return b[ipv6NextHeader] }
+func (b IPv6) HopLimit() uint8       { return b[ipv6HopLimit] }
+func (b IPv6) Src() netip.Addr       { return netip.AddrFrom16([16]byte(b[ipv6Src : ipv6Src+16])) }
+func (b IPv6) Dst() netip.Addr       { return netip.AddrFrom16([16]byte(b[ipv6Dst : ipv6Dst+16])) }
 
 // SetTrafficClass changes the traffic class (DSCP and ECN) in place.
 func (b IPv6) SetTrafficClass(tc uint8) {
-	v := binary.BigEndian.Uint32(b)
-	binary.BigEndian.PutUint32(b, v&^0x0ff00000|uint32(tc)<<20)
+	v := binary.BigEndian.Uint32(b[ipv6VerTCFlow:])
+	binary.BigEndian.PutUint32(b[ipv6VerTCFlow:], v&^0x0ff00000|uint32(tc)<<20)
 }
 
 // Fields returns the header's fields.
@@ -182,13 +204,13 @@ func (b IPv6) Fields() IPv6Fields {
 // Encode writes the header.
 func (b IPv6) Encode(f *IPv6Fields) {
 	_ = b[IPv6Len-1]
-	binary.BigEndian.PutUint32(b, 6<<28|uint32(f.TrafficClass)<<20|f.FlowLabel&0x000fffff)
-	binary.BigEndian.PutUint16(b[4:], f.PayloadLength)
-	b[6] = f.NextHeader
-	b[7] = f.HopLimit
+	binary.BigEndian.PutUint32(b[ipv6VerTCFlow:], 6<<28|uint32(f.TrafficClass)<<20|f.FlowLabel&0x000fffff)
+	binary.BigEndian.PutUint16(b[ipv6PayloadLen:], f.PayloadLength)
+	b[ipv6NextHeader] = f.NextHeader
+	b[ipv6HopLimit] = f.HopLimit
 	src, dst := f.Src.As16(), f.Dst.As16()
-	copy(b[8:24], src[:])
-	copy(b[24:40], dst[:])
+	copy(b[ipv6Src:ipv6Src+16], src[:])
+	copy(b[ipv6Dst:ipv6Dst+16], dst[:])
 }
 
 // UDP is a view of a UDP header.
@@ -201,10 +223,10 @@ type UDPFields struct {
 	Checksum         uint16
 }
 
-func (b UDP) SrcPort() uint16  { return binary.BigEndian.Uint16(b[0:]) }
-func (b UDP) DstPort() uint16  { return binary.BigEndian.Uint16(b[2:]) }
-func (b UDP) Length() uint16   { return binary.BigEndian.Uint16(b[4:]) }
-func (b UDP) Checksum() uint16 { return binary.BigEndian.Uint16(b[6:]) }
+func (b UDP) SrcPort() uint16  { return binary.BigEndian.Uint16(b[udpSrcPort:]) }
+func (b UDP) DstPort() uint16  { return binary.BigEndian.Uint16(b[udpDstPort:]) }
+func (b UDP) Length() uint16   { return binary.BigEndian.Uint16(b[udpLength:]) }
+func (b UDP) Checksum() uint16 { return binary.BigEndian.Uint16(b[udpChecksum:]) }
 
 // Fields returns the header's fields.
 func (b UDP) Fields() UDPFields {
@@ -215,13 +237,13 @@ func (b UDP) Fields() UDPFields {
 // 0 (IBA A17.4.1.2: the ICRC protects the packet).
 func (b UDP) Encode(f *UDPFields) {
 	_ = b[UDPLen-1]
-	binary.BigEndian.PutUint16(b[0:], f.SrcPort)
-	binary.BigEndian.PutUint16(b[2:], f.DstPort)
-	binary.BigEndian.PutUint16(b[4:], f.Length)
-	binary.BigEndian.PutUint16(b[6:], f.Checksum)
+	binary.BigEndian.PutUint16(b[udpSrcPort:], f.SrcPort)
+	binary.BigEndian.PutUint16(b[udpDstPort:], f.DstPort)
+	binary.BigEndian.PutUint16(b[udpLength:], f.Length)
+	binary.BigEndian.PutUint16(b[udpChecksum:], f.Checksum)
 }
 
-// RoCEPort is the UDP destination port of RoCEv2.
+// RoCEPort is the IANA UDP destination port of RoCEv2 (IBA A17.2.2).
 const RoCEPort = 4791
 
 // FlowLabel returns the flow label the kernel computes for a connection

@@ -8,7 +8,7 @@ import (
 )
 
 // TestTruncatedPrefixes feeds every proper prefix of every captured frame
-// to each decoder: each must return an error (never panic, never succeed).
+// to each decoder (Frame, ParseDatagram, ICRC, Packet): each must return an error (never panic, never succeed).
 func TestTruncatedPrefixes(t *testing.T) {
 	for name, frames := range captures(t) {
 		for i, b := range frames {
@@ -31,6 +31,10 @@ func TestTruncatedPrefixes(t *testing.T) {
 				}
 				if _, err := bth.ICRC(ip[:n]); err == nil && n < len(ip)-len(roce)+bth.BTHLen+bth.ICRCLen {
 					t.Fatalf("%s #%d: ICRC of a %d-byte prefix", name, i, n)
+				}
+				var d bth.Datagram
+				if err := bth.ParseDatagram(ip[:n], &d); err == nil {
+					t.Fatalf("%s #%d: ParseDatagram took an IP prefix of %d/%d bytes", name, i, n, len(ip))
 				}
 			}
 			for n := range len(roce) {

@@ -29,12 +29,12 @@ const paceQuantum = 12 << 10
 // ipUDPLen is what the bottleneck sees in front of the RoCE packet on
 // IPv4: the IP and UDP headers. The pacer counts IP datagram bytes, as a
 // switch's queue and a rate limiter do.
-const ipUDPLen = 20 + 8
+const ipUDPLen = bth.IPv4MinLen + bth.UDPLen
 
 // reqHeaderEstimate is a request's headers up to and including the ICRC
 // plus ipUDPLen, at their largest (BTH, RETH, ImmDt, ICRC): what the pacer
 // asks for before the packet is built; the exact length is taken after.
-const reqHeaderEstimate = bth.BTHLen + 16 + 4 + bth.ICRCLen + ipUDPLen
+const reqHeaderEstimate = bth.BTHLen + bth.RETHLen + bth.ImmDtLen + bth.ICRCLen + ipUDPLen
 
 // respHeaderEstimate is a READ response's headers (BTH, AETH, ICRC) plus
 // ipUDPLen, at their largest.

@@ -1,7 +1,6 @@
 package qp
 
 import (
-	"encoding/binary"
 	"net/netip"
 
 	"github.com/uroce/uroce/bth"
@@ -43,7 +42,7 @@ const GSIQPN = 1
 // GRHLen is the size of the GRH area at the front of every UD receive
 // buffer (IBA 11.4.1.2): a datagram of n bytes needs a receive WQE of
 // GRHLen+n bytes and completes with ByteLen GRHLen+n.
-const GRHLen = 40
+const GRHLen = bth.GRHLen
 
 // controlledQKey is the high bit of a WR's Q_Key: set, the QP's own Q_Key
 // is sent instead (IBA 10.2.5, C10-15).
@@ -237,37 +236,14 @@ func buildGRH(b []byte, lp *link.Packet, self netip.Addr, roceLen int) {
 			// header says 0.0.0.0 rather than guess.
 			dst = netip.IPv4Unspecified()
 		}
-		h := b[20:40]
-		h[0] = 0x45
-		h[1] = lp.TOS
-		binary.BigEndian.PutUint16(h[2:], uint16(20+8+roceLen))
-		binary.BigEndian.PutUint16(h[6:], 0x4000) // DF
-		h[8] = gsiHopLimit
-		h[9] = 17 // UDP
-		s4, d4 := src.As4(), dst.As4()
-		copy(h[12:16], s4[:])
-		copy(h[16:20], d4[:])
-		binary.BigEndian.PutUint16(h[10:], ipv4Checksum(h))
+		bth.IPv4(b[GRHLen-bth.IPv4MinLen:]).Encode(&bth.IPv4Fields{
+			TOS: lp.TOS, TotalLength: uint16(bth.IPv4MinLen + bth.UDPLen + roceLen), Flags: bth.IPv4DontFragment,
+			TTL: gsiHopLimit, Protocol: bth.ProtocolUDP, Src: src, Dst: dst,
+		})
 		return
 	}
-	binary.BigEndian.PutUint32(b[0:], 6<<28|uint32(lp.TOS)<<20)
-	binary.BigEndian.PutUint16(b[4:], uint16(8+roceLen))
-	b[6] = 17
-	b[7] = gsiHopLimit
-	s16, d16 := src.As16(), dst.As16()
-	copy(b[8:24], s16[:])
-	copy(b[24:40], d16[:])
-}
-
-// ipv4Checksum returns the header checksum of h, whose checksum field is
-// zero.
-func ipv4Checksum(h []byte) uint16 {
-	var sum uint32
-	for i := 0; i+1 < len(h); i += 2 {
-		sum += uint32(binary.BigEndian.Uint16(h[i:]))
-	}
-	for sum > 0xffff {
-		sum = sum&0xffff + sum>>16
-	}
-	return ^uint16(sum)
+	bth.IPv6(b).Encode(&bth.IPv6Fields{
+		TrafficClass: lp.TOS, PayloadLength: uint16(bth.UDPLen + roceLen), NextHeader: bth.ProtocolUDP,
+		HopLimit: gsiHopLimit, Src: src, Dst: dst,
+	})
 }

@@ -205,7 +205,7 @@ func checkGRH(t *testing.T, g []byte, src, dst netip.Addr, tos uint8, roceLen in
 		h := bth.IPv4(g[20:40])
 		s4, d4 := src.As4(), dst.As4()
 		if g[20] != 0x45 || h.TOS() != tos || h.TotalLength() != uint16(20+8+roceLen) || g[29] != 17 ||
-			!bytes.Equal(g[32:36], s4[:]) || !bytes.Equal(g[36:40], d4[:]) || ipv4Checksum(g[20:40]) != 0 {
+			!bytes.Equal(g[32:36], s4[:]) || !bytes.Equal(g[36:40], d4[:]) || !h.ChecksumValid() {
 			t.Fatalf("IPv4 GRH % x", g[20:40])
 		}
 		return

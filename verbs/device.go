@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/uroce/uroce/bth"
 	"github.com/uroce/uroce/pkg/link"
 	"github.com/uroce/uroce/pkg/netinfo"
 	"github.com/uroce/uroce/qp"
@@ -16,7 +17,7 @@ import (
 
 // maxReqHeaders is the largest request header with payload: BTH, RETH and
 // ImmDt, plus the ICRC.
-const maxReqHeaders = 12 + 16 + 4 + 4
+const maxReqHeaders = bth.BTHLen + bth.RETHLen + bth.ImmDtLen + bth.ICRCLen
 
 // Device is one RoCEv2 port: a link and the transport engine that owns
 // every QP on it (ibv_context). Its methods, and those of its PDs, MRs, CQs

@@ -305,13 +305,13 @@ func ipOf(lt layers.LinkType, b []byte) []byte {
 		if len(b) < bth.EthernetLen {
 			return nil
 		}
-		et := binary.BigEndian.Uint16(b[12:])
+		et := bth.Ethernet(b).EtherType()
 		b = b[bth.EthernetLen:]
 		if et == bth.EtherTypeVLAN {
 			if len(b) < bth.VLANLen {
 				return nil
 			}
-			et = binary.BigEndian.Uint16(b[2:])
+			et = bth.VLAN(b).EtherType()
 			b = b[bth.VLANLen:]
 		}
 		if et != bth.EtherTypeIPv4 && et != bth.EtherTypeIPv6 {
@@ -339,17 +339,19 @@ func toRoCEPort(lt layers.LinkType, b []byte) bool {
 	if b == nil {
 		return false
 	}
+	// The headers may be cut anywhere: each field is read only when the
+	// bytes up to its end are there (protocol, next header, port).
 	var udp []byte
 	switch b[0] >> 4 {
 	case 4:
-		if len(b) < 10 || b[9] != bth.ProtocolUDP {
+		if len(b) < 10 || bth.IPv4(b).Protocol() != bth.ProtocolUDP {
 			return false
 		}
-		if hl := int(b[0]&0x0f) * 4; hl >= bth.IPv4MinLen && len(b) >= hl {
+		if hl := bth.IPv4(b).HeaderLen(); hl >= bth.IPv4MinLen && len(b) >= hl {
 			udp = b[hl:]
 		}
 	case 6:
-		if len(b) < 7 || b[6] != bth.ProtocolUDP {
+		if len(b) < 7 || bth.IPv6(b).NextHeader() != bth.ProtocolUDP {
 			return false
 		}
 		if len(b) >= bth.IPv6Len {
@@ -358,7 +360,7 @@ func toRoCEPort(lt layers.LinkType, b []byte) bool {
 	default:
 		return false
 	}
-	return len(udp) < 4 || binary.BigEndian.Uint16(udp[2:]) == bth.RoCEPort
+	return len(udp) < 4 || bth.UDP(udp).DstPort() == bth.RoCEPort
 }
 
 // rawAddrs reads the IP addresses of a frame that did not decode, when
@@ -368,9 +370,9 @@ func rawAddrs(lt layers.LinkType, b []byte) (src, dst netip.Addr) {
 	switch {
 	case b == nil:
 	case b[0]>>4 == 4 && len(b) >= bth.IPv4MinLen:
-		src, dst = netip.AddrFrom4([4]byte(b[12:16])), netip.AddrFrom4([4]byte(b[16:20]))
+		src, dst = bth.IPv4(b).Src(), bth.IPv4(b).Dst()
 	case b[0]>>4 == 6 && len(b) >= bth.IPv6Len:
-		src, dst = netip.AddrFrom16([16]byte(b[8:24])), netip.AddrFrom16([16]byte(b[24:40]))
+		src, dst = bth.IPv6(b).Src(), bth.IPv6(b).Dst()
 	}
 	return src, dst
 }

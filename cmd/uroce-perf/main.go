@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/uroce/uroce/bth"
 	"github.com/uroce/uroce/pkg/link"
 	"github.com/uroce/uroce/pkg/perftest"
 	"github.com/uroce/uroce/verbs"
@@ -292,7 +293,7 @@ func localAddr(cfg *config) (netip.Addr, error) {
 		return ifaceAddr(cfg.dev)
 	}
 	if cfg.peer != "" {
-		c, err := net.Dial("udp", net.JoinHostPort(cfg.peer, strconv.Itoa(link.UDPPort)))
+		c, err := net.Dial("udp", net.JoinHostPort(cfg.peer, strconv.Itoa(bth.RoCEPort)))
 		if err != nil {
 			return netip.Addr{}, fmt.Errorf("route to %s: %w", cfg.peer, err)
 		}

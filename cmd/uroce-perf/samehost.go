@@ -7,7 +7,7 @@ import (
 	"net/netip"
 	"syscall"
 
-	"github.com/uroce/uroce/pkg/link"
+	"github.com/uroce/uroce/bth"
 )
 
 // Both ends on one host. The udp link binds UDP port 4791 on one address,
@@ -19,7 +19,7 @@ import (
 // and whether something already holds RoCE's UDP port on it: a uroce
 // device, or rxe's socket on the wildcard address.
 func roceHolder(a netip.Addr) (local, held bool) {
-	c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(a, link.UDPPort)))
+	c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(a, bth.RoCEPort)))
 	if err == nil {
 		c.Close()
 		return true, false
@@ -68,7 +68,7 @@ func checkCMPeer(peer, own netip.Addr, picked bool) error {
 	}
 	switch {
 	case free:
-		return fmt.Errorf("-R: no RoCE device listens on %v, this host's address (nothing holds UDP port %d there): start the server with -R first, or give the address of its device (its -d interface's, or its --ip)", peer, link.UDPPort)
+		return fmt.Errorf("-R: no RoCE device listens on %v, this host's address (nothing holds UDP port %d there): start the server with -R first, or give the address of its device (its -d interface's, or its --ip)", peer, bth.RoCEPort)
 	case peer == own:
 		return fmt.Errorf("-R: %v is this client's own address, so its connection request would come back to itself: give the address of the server's device (its -d interface's, or its --ip)", peer)
 	}

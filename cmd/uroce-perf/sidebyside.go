@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/uroce/uroce/bth"
 	"github.com/uroce/uroce/internal/netns"
 	"github.com/uroce/uroce/internal/rawbench"
 	"github.com/uroce/uroce/pkg/link"
@@ -260,7 +261,7 @@ func machine(t time.Time) string {
 // ibMTU is the largest IB MTU whose packets (with RETH and ICRC) fit a
 // link MTU over IPv4, as uroce-perf picks it.
 func ibMTU(linkMTU int) int {
-	const over = 20 + 8 + 12 + 16 + 4 // IPv4, UDP, BTH, RETH, ICRC
+	const over = bth.IPv4MinLen + bth.UDPLen + bth.BTHLen + bth.RETHLen + bth.ICRCLen
 	for m := 4096; m > 256; m /= 2 {
 		if m+over <= linkMTU {
 			return m

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/uroce/uroce/bth"
 	"github.com/uroce/uroce/internal/pcapfile"
 )
 
@@ -15,6 +16,13 @@ const ServerPort = 18515
 // ErrNoExchange means a capture holds no perftest exchange in one of the
 // two directions.
 var ErrNoExchange = errors.New("no perftest exchange in capture")
+
+// protocolTCP and tcpMinLen are TCP's IP protocol number and shortest
+// header; bth has the views of the headers below it.
+const (
+	protocolTCP = 6
+	tcpMinLen   = 20
+)
 
 // TCPStreams returns the bytes the client (ephemeral port) and the server
 // (port 18515) sent over perftest's TCP connection in an Ethernet/IPv4
@@ -27,15 +35,16 @@ func TCPStreams(file string) (client, server []byte, err error) {
 	next := map[uint16]uint32{}
 	for _, r := range f.Records {
 		b := r.Data
-		if len(b) < 34 || binary.BigEndian.Uint16(b[12:]) != 0x0800 || b[23] != 6 {
+		if len(b) < bth.EthernetLen+bth.IPv4MinLen || bth.Ethernet(b).EtherType() != bth.EtherTypeIPv4 {
 			continue
 		}
-		ihl := int(b[14]&15) * 4
-		end := 14 + int(binary.BigEndian.Uint16(b[16:]))
-		if end > len(b) || 14+ihl+20 > end {
+		ip := bth.IPv4(b[bth.EthernetLen:])
+		ihl := ip.HeaderLen()
+		end := int(ip.TotalLength())
+		if ip.Protocol() != protocolTCP || end > len(ip) || ihl+tcpMinLen > end {
 			continue
 		}
-		tcp := b[14+ihl : end]
+		tcp := ip[ihl:end]
 		off := int(tcp[12]>>4) * 4
 		if off > len(tcp) {
 			continue

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/uroce/uroce/bth"
 	"golang.org/x/sys/unix"
 )
 
@@ -125,7 +126,7 @@ func RetryBusy(open func() error) error {
 
 // wireLen is the UDP payload of a RoCE packet with size payload bytes and
 // no extension headers: BTH and ICRC around it.
-func wireLen(size int) int { return size + 12 + 4 }
+func wireLen(size int) int { return size + bth.BTHLen + bth.ICRCLen }
 
 // ErrNoReply is returned when no round trip of a ping-pong completed.
 var ErrNoReply = errors.New("no round trip completed")

@@ -5,7 +5,6 @@ import (
 	"net/netip"
 
 	"github.com/uroce/uroce/bth"
-	"github.com/uroce/uroce/pkg/link"
 )
 
 // Path is where a floor's frames go: Ethernet and IPv4 source and
@@ -37,7 +36,7 @@ func rcFrame(p Path, f *bth.PacketFields, payload int) ([]byte, error) {
 	ip := b[rcIPOff:]
 	bth.IPv4(ip).Encode(&bth.IPv4Fields{TotalLength: uint16(len(ip)), Flags: bth.IPv4DontFragment, TTL: 64,
 		Protocol: bth.ProtocolUDP, Src: p.Src, Dst: p.Dst})
-	bth.UDP(ip[bth.IPv4MinLen:]).Encode(&bth.UDPFields{SrcPort: bth.SrcPortForQPN(rcQPN), DstPort: link.UDPPort,
+	bth.UDP(ip[bth.IPv4MinLen:]).Encode(&bth.UDPFields{SrcPort: bth.SrcPortForQPN(rcQPN), DstPort: bth.RoCEPort,
 		Length: uint16(len(ip) - bth.IPv4MinLen)})
 	if err := bth.PutICRC(ip); err != nil {
 		return nil, err

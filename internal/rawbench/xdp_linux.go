@@ -28,7 +28,7 @@ func Frame(va, vb netns.Veth, a, b netip.Addr, size int) ([]byte, error) {
 	ip := f[bth.EthernetLen:]
 	bth.IPv4(ip).Encode(&bth.IPv4Fields{TotalLength: uint16(len(ip)), Flags: bth.IPv4DontFragment, TTL: 64,
 		Protocol: bth.ProtocolUDP, Src: a, Dst: b})
-	bth.UDP(ip[bth.IPv4MinLen:]).Encode(&bth.UDPFields{SrcPort: 0xc000, DstPort: link.UDPPort,
+	bth.UDP(ip[bth.IPv4MinLen:]).Encode(&bth.UDPFields{SrcPort: 0xc000, DstPort: bth.RoCEPort,
 		Length: uint16(len(ip) - bth.IPv4MinLen)})
 	if err := bth.PutICRC(ip); err != nil {
 		return nil, err

@@ -4,10 +4,9 @@ import (
 	"errors"
 	"net/netip"
 	"time"
-)
 
-// UDPPort is the IANA port of RoCEv2 (IBTA Annex A17.2.2).
-const UDPPort = 4791
+	"github.com/uroce/uroce/bth"
+)
 
 // Headroom is the space kept in front of the BTH in every buffer: Ethernet
 // with one 802.1Q tag (18), IPv6 (40) and UDP (8) is 66 bytes, rounded up so
@@ -74,9 +73,9 @@ type Info struct {
 // MaxRoCE returns the largest RoCE packet (BTH through ICRC) the link carries.
 func (i Info) MaxRoCE() int {
 	if i.Addr.Is4() || i.Addr.Is4In6() {
-		return i.MTU - 20 - 8
+		return i.MTU - bth.IPv4MinLen - bth.UDPLen
 	}
-	return i.MTU - 40 - 8
+	return i.MTU - bth.IPv6Len - bth.UDPLen
 }
 
 // Stats are a link's counters since it was opened.

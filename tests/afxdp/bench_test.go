@@ -91,12 +91,11 @@ func roceFrame(t testing.TB, p *netns.Pair, payload int) []byte {
 	pk := &link.Packet{Buf: make([]byte, link.Headroom+payload+64), Off: link.Headroom}
 	buf[0] = pk
 	fill(t, pk, 1, payload, p.AddrB)
-	f := pk.Buf[link.Headroom-42 : pk.Off+pk.Len]
+	ip := bth.PutDatagramHeaders(pk.Buf, pk.Off, pk.Len, &bth.DatagramFields{
+		Src: p.AddrA, Dst: p.AddrB, SrcPort: 0xc000, DstPort: bth.RoCEPort, TTL: 64, DF: true})
+	f := pk.Buf[ip-bth.EthernetLen : pk.Off+pk.Len]
 	bth.Ethernet(f).Encode(&bth.EthernetFields{Dst: [6]byte(p.B.MAC), Src: [6]byte(p.A.MAC), EtherType: bth.EtherTypeIPv4})
-	ip := f[14:]
-	bth.IPv4(ip).Encode(&bth.IPv4Fields{TotalLength: uint16(len(ip)), Flags: bth.IPv4DontFragment, TTL: 64, Protocol: 17, Src: p.AddrA, Dst: p.AddrB})
-	bth.UDP(ip[20:]).Encode(&bth.UDPFields{SrcPort: 0xc000, DstPort: link.UDPPort, Length: uint16(len(ip) - 20)})
-	if err := bth.PutICRC(ip); err != nil {
+	if err := bth.PutICRC(f[bth.EthernetLen:]); err != nil {
 		t.Fatal(err)
 	}
 	return slices.Clone(f)

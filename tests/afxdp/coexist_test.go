@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uroce/uroce/bth"
 	"github.com/uroce/uroce/internal/netns"
 	"github.com/uroce/uroce/pkg/link"
 	"github.com/uroce/uroce/pkg/link/afxdp"
@@ -112,7 +113,7 @@ func TestBadICRCDropped(t *testing.T) {
 	b := open(t, p.B, afxdp.Config{})
 	var c net.Conn
 	if err := p.A.NS.Do(func() (err error) {
-		c, err = net.Dial("udp", netip.AddrPortFrom(p.AddrB, link.UDPPort).String())
+		c, err = net.Dial("udp", netip.AddrPortFrom(p.AddrB, bth.RoCEPort).String())
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -226,7 +227,7 @@ func udpToKernel(t *testing.T, a, b netns.Veth, addrB netip.Addr) {
 	t.Helper()
 	var srv net.PacketConn
 	if err := b.NS.Do(func() (err error) {
-		srv, err = net.ListenPacket("udp", netip.AddrPortFrom(addrB, link.UDPPort).String())
+		srv, err = net.ListenPacket("udp", netip.AddrPortFrom(addrB, bth.RoCEPort).String())
 		return err
 	}); err != nil {
 		t.Fatal(err)

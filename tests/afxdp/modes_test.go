@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/uroce/uroce/bpf"
+	"github.com/uroce/uroce/bth"
 	"github.com/uroce/uroce/internal/netns"
-	"github.com/uroce/uroce/pkg/link"
 	"github.com/uroce/uroce/pkg/link/afxdp"
 	"github.com/uroce/uroce/xdp"
 	"github.com/vishvananda/netlink"
@@ -310,14 +311,13 @@ func (s *sharedSide) release(addr uint64) {
 	s.led.move(addr&^(s.led.fs-1), frameHeld, frameFree, "release")
 }
 
-// UDP frame written by hand: Ethernet, IPv4 with DF, UDP to the RoCE port
-// (so the program redirects it) and a payload naming the queue it was sent
-// from and a sequence number.
+// UDP frame written with bth's views: Ethernet, IPv4 with DF, UDP to the
+// RoCE port (so the program redirects it) and a payload naming the queue
+// it was sent from and a sequence number.
 const (
-	ethHdr   = 14
-	ipHdr    = 20
-	udpHdr   = 8
-	magicOff = ethHdr + ipHdr + udpHdr
+	ethHdr   = bth.EthernetLen
+	ipHdr    = bth.IPv4MinLen
+	magicOff = ethHdr + ipHdr + bth.UDPLen
 	frameLen = magicOff + 64
 )
 
@@ -325,30 +325,12 @@ var frameMagic = [4]byte{'U', 'M', 'E', 'M'}
 
 func writeFrame(b []byte, dst, src net.HardwareAddr, q int, seq uint32) int {
 	b = b[:frameLen]
-	copy(b[0:], dst)
-	copy(b[6:], src)
-	binary.BigEndian.PutUint16(b[12:], unix.ETH_P_IP)
-	ip := b[ethHdr:]
-	clear(ip[:ipHdr])
-	ip[0] = 0x45
-	binary.BigEndian.PutUint16(ip[2:], uint16(frameLen-ethHdr))
-	binary.BigEndian.PutUint16(ip[6:], 0x4000)
-	ip[8], ip[9] = 64, unix.IPPROTO_UDP
-	copy(ip[12:], []byte{10, 97, 0, 1})
-	copy(ip[16:], []byte{10, 97, 0, 2})
-	var sum uint32
-	for i := 0; i < ipHdr; i += 2 {
-		sum += uint32(binary.BigEndian.Uint16(ip[i:]))
-	}
-	for sum > 0xffff {
-		sum = sum&0xffff + sum>>16
-	}
-	binary.BigEndian.PutUint16(ip[10:], ^uint16(sum))
-	udp := ip[ipHdr:]
-	binary.BigEndian.PutUint16(udp[0:], 0xc000)
-	binary.BigEndian.PutUint16(udp[2:], link.UDPPort)
-	binary.BigEndian.PutUint16(udp[4:], uint16(frameLen-ethHdr-ipHdr))
-	binary.BigEndian.PutUint16(udp[6:], 0) // no checksum (IPv4)
+	bth.Ethernet(b).Encode(&bth.EthernetFields{Dst: [6]byte(dst), Src: [6]byte(src), EtherType: bth.EtherTypeIPv4})
+	// No UDP checksum (IPv4).
+	bth.PutDatagramHeaders(b, magicOff, frameLen-magicOff, &bth.DatagramFields{
+		Src: netip.AddrFrom4([4]byte{10, 97, 0, 1}), Dst: netip.AddrFrom4([4]byte{10, 97, 0, 2}),
+		SrcPort: 0xc000, DstPort: bth.RoCEPort, TTL: 64, DF: true,
+	})
 	pl := b[magicOff:]
 	copy(pl, frameMagic[:])
 	pl[4] = byte(q)
@@ -365,7 +347,7 @@ func readFrame(b []byte) (q int, seq uint32, err error) {
 	if len(b) != frameLen {
 		return 0, 0, fmt.Errorf("frame of %d bytes, want %d", len(b), frameLen)
 	}
-	if binary.BigEndian.Uint16(b[ethHdr+ipHdr+2:]) != link.UDPPort {
+	if bth.UDP(b[ethHdr+ipHdr:]).DstPort() != bth.RoCEPort {
 		return 0, 0, errors.New("not to the RoCE port")
 	}
 	pl := b[magicOff:]

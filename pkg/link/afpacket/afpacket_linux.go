@@ -1,7 +1,6 @@
 package afpacket
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -11,7 +10,6 @@ import (
 	"github.com/uroce/uroce/bth"
 	"github.com/uroce/uroce/pkg/link"
 	"github.com/uroce/uroce/pkg/link/internal/sock"
-	"github.com/uroce/uroce/pkg/link/internal/wire"
 	"github.com/uroce/uroce/pkg/netinfo"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/net/bpf"
@@ -30,12 +28,6 @@ var (
 	// ErrVLAN is returned for a VLAN ID outside 1-4094 or a priority
 	// above 7.
 	ErrVLAN = errors.New("afpacket: VLAN ID must be 1-4094 and priority 0-7")
-)
-
-var (
-	errTooBig = fmt.Errorf("afpacket: %w", link.ErrTooBig)
-	errFamily = fmt.Errorf("afpacket: destination of the other address family: %w", link.ErrNoRoute)
-	errShort  = errors.New("afpacket: packet shorter than BTH and ICRC")
 )
 
 // Config configures a link.
@@ -81,8 +73,9 @@ type Link struct {
 	ownRes   bool
 	ipID     uint16
 	ethLen   int    // Ethernet header on send: 14, or 18 with a VLAN tag
-	tci      uint16 // the 802.1Q tag control information, or 0
-	g        wire.Datagram
+	vid      uint16 // the 802.1Q VLAN ID to tag frames with, or 0
+	pcp      uint8  // and the priority in the tag
+	g        bth.Datagram
 	hop      netinfo.Hop // the send path's last next hop
 }
 
@@ -121,8 +114,8 @@ func Open(cfg Config) (*Link, error) {
 	}
 	l := &Link{fd: -1, resv: -1, ifindex: ifc.Index, v6: a.Is6(), res: cfg.Resolver, ethLen: bth.EthernetLen}
 	if cfg.VLAN != 0 {
-		l.ethLen += vlanLen
-		l.tci = uint16(cfg.Priority)<<13 | cfg.VLAN
+		l.ethLen += bth.VLANLen
+		l.vid, l.pcp = cfg.VLAN, cfg.Priority
 	}
 	l.info = link.Info{Kind: "afpacket", Name: ifc.Name, Addr: a, MTU: mtu}
 	if err := l.open(cfg); err != nil {
@@ -131,9 +124,6 @@ func Open(cfg Config) (*Link, error) {
 	}
 	return l, nil
 }
-
-// vlanLen is the size of an 802.1Q tag.
-const vlanLen = 4
 
 // vlanOf returns the VLAN sub-interface of parent with ID vid, or nil.
 func vlanOf(parent int, vid uint16) *net.Interface {
@@ -279,7 +269,7 @@ func (l *Link) open(cfg Config) error {
 		return fmt.Errorf("afpacket: bind %s: %w", l.info.Name, err)
 	}
 	return l.c.Init(sock.Config{
-		Name: "afpacket", FD: fd, Batch: cfg.Batch, Buffers: cfg.Buffers,
+		Name: "afpacket", FD: fd, V6: l.v6, Batch: cfg.Batch, Buffers: cfg.Buffers,
 		BufSize: link.Headroom + l.info.MTU, RxAt: rxStart,
 	})
 }
@@ -291,10 +281,10 @@ func (l *Link) reserve() error {
 	fam := unix.AF_INET
 	var sa unix.Sockaddr
 	if !l.v6 {
-		sa = &unix.SockaddrInet4{Port: link.UDPPort, Addr: a.As4()}
+		sa = &unix.SockaddrInet4{Port: bth.RoCEPort, Addr: a.As4()}
 	} else {
 		fam = unix.AF_INET6
-		sa = &unix.SockaddrInet6{Port: link.UDPPort, Addr: a.As16()}
+		sa = &unix.SockaddrInet6{Port: bth.RoCEPort, Addr: a.As16()}
 	}
 	fd, err := unix.Socket(fam, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -307,7 +297,7 @@ func (l *Link) reserve() error {
 	}
 	unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 1)
 	if err := unix.Bind(fd, sa); err != nil {
-		return fmt.Errorf("afpacket: reserve port %d on %v: %w", link.UDPPort, a, err)
+		return fmt.Errorf("afpacket: reserve port %d on %v: %w", bth.RoCEPort, a, err)
 	}
 	return nil
 }
@@ -348,28 +338,25 @@ func (l *Link) Resolve(dst netip.Addr) {
 // stage writes Ethernet, IP and UDP in front of p, its ICRC, and points TX
 // slot n at the frame.
 func (l *Link) stage(n int, p *link.Packet) error {
-	dst := p.Remote.Unmap()
-	if dst.Is6() != l.v6 || !dst.IsValid() {
-		return errFamily
-	}
-	if p.Len < bth.BTHLen+bth.ICRCLen {
-		return errShort
+	dst, err := l.c.Dst(p)
+	if err != nil {
+		return err
 	}
 	rt, err := l.res.Next(&l.hop, dst)
 	if err != nil {
 		return fmt.Errorf("afpacket: %w", err)
 	}
-	h := wire.Header{Src: l.info.Addr, Dst: dst, SrcPort: p.SrcPort, DstPort: link.UDPPort,
+	h := bth.DatagramFields{Src: l.info.Addr, Dst: dst, SrcPort: p.SrcPort, DstPort: bth.RoCEPort,
 		TOS: p.TOS, TTL: 64, ID: l.ipID, DF: true}
 	if h.SrcPort == 0 {
 		h.SrcPort = 0xc000
 	}
-	hl := h.Len()
+	hl := h.HeaderLen()
 	if hl+p.Len > min(l.info.MTU, rt.MTU) || p.Off < hl+l.ethLen || p.Off+p.Len > len(p.Buf) {
-		return errTooBig
+		return l.c.ErrTooBig()
 	}
 	l.ipID++
-	ip := wire.Put(p.Buf, p.Off, p.Len, &h)
+	ip := bth.PutDatagramHeaders(p.Buf, p.Off, p.Len, &h)
 	dg := p.Buf[ip : p.Off+p.Len]
 	if err := bth.PutICRC(dg); err != nil {
 		return fmt.Errorf("afpacket: %w", err)
@@ -377,14 +364,13 @@ func (l *Link) stage(n int, p *link.Packet) error {
 	et := uint16(bth.EtherTypeIPv4)
 	if l.v6 {
 		et = bth.EtherTypeIPv6
-		wire.PutUDPChecksum(dg)
+		bth.PutUDPChecksum(dg)
 	}
 	eth := ip - l.ethLen
-	if l.tci != 0 {
+	if l.vid != 0 {
 		// Addresses, then the tag (TPID 0x8100, TCI), then the EtherType.
 		bth.Ethernet(p.Buf[eth:]).Encode(&bth.EthernetFields{Dst: rt.DstMAC, Src: rt.SrcMAC, EtherType: bth.EtherTypeVLAN})
-		binary.BigEndian.PutUint16(p.Buf[eth+14:], l.tci)
-		binary.BigEndian.PutUint16(p.Buf[eth+16:], et)
+		bth.VLAN(p.Buf[eth+bth.EthernetLen:]).Encode(l.pcp, l.vid, et)
 		et = bth.EtherTypeVLAN
 	} else {
 		bth.Ethernet(p.Buf[eth:]).Encode(&bth.EthernetFields{Dst: rt.DstMAC, Src: rt.SrcMAC, EtherType: et})
@@ -405,8 +391,8 @@ func (l *Link) accept(i int, p *link.Packet) bool {
 	}
 	ip := rxStart + bth.EthernetLen
 	dg := p.Buf[ip : rxStart+n]
-	et := binary.BigEndian.Uint16(p.Buf[rxStart+12:])
-	if err := wire.Parse(dg, &l.g); err != nil || l.g.Dst.Unmap() != l.info.Addr ||
+	et := bth.Ethernet(p.Buf[rxStart:]).EtherType()
+	if err := bth.ParseDatagram(dg, &l.g); err != nil || l.g.Dst.Unmap() != l.info.Addr ||
 		(et == bth.EtherTypeIPv4) == l.v6 || (!l.v6 && !bth.IPv4(dg).ChecksumValid()) {
 		l.c.Stats.RxDropped++
 		return false

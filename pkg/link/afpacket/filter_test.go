@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/uroce/uroce/bth"
-	"github.com/uroce/uroce/pkg/link/internal/wire"
 	"golang.org/x/net/bpf"
 )
 
@@ -24,9 +23,9 @@ func TestFilter(t *testing.T) {
 	}
 	frame := func(src, dst string, port uint16, mod func([]byte)) []byte {
 		b := make([]byte, 200)
-		h := wire.Header{Src: netip.MustParseAddr(src), Dst: netip.MustParseAddr(dst), SrcPort: 1, DstPort: port, DF: true, TTL: 64}
-		off := 14 + h.Len()
-		wire.Put(b, off, 100, &h)
+		h := bth.DatagramFields{Src: netip.MustParseAddr(src), Dst: netip.MustParseAddr(dst), SrcPort: 1, DstPort: port, DF: true, TTL: 64}
+		off := bth.EthernetLen + h.HeaderLen()
+		bth.PutDatagramHeaders(b, off, 100, &h)
 		et := uint16(bth.EtherTypeIPv4)
 		if h.Dst.Is6() {
 			et = bth.EtherTypeIPv6

@@ -1,7 +1,6 @@
 package afxdp
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -200,10 +199,10 @@ func Open(cfg Config) (_ *Link, err error) {
 	// buffer; larger ones need multi-buffer (XDP_USE_SG), without which
 	// the kernel drops them silently.
 	const fs = xdp.DefaultFrameSize
-	maxFrame := ethLen + vlanLen + attrs.MTU
+	maxFrame := bth.EthernetLen + bth.VLANLen + attrs.MTU
 	l.mbuf = maxFrame > fs-unix.XDP_PACKET_HEADROOM
 	// A span holds Headroom plus the largest RoCE packet (the IPv4 case).
-	spanChunks := (link.Headroom + attrs.MTU - ipv4Len - udpLen + fs - 1) / fs
+	spanChunks := (link.Headroom + attrs.MTU - bth.IPv4MinLen - bth.UDPLen + fs - 1) / fs
 	spans := cfg.RingSize / spanChunks
 	for i, qid := range queues {
 		sc := xdp.Config{
@@ -465,7 +464,7 @@ func cmp(first, err error) error {
 // hdrLen is the length of the headers Send writes in front of the BTH.
 func (l *Link) hdrLen(v6 bool) int {
 	if l.cfg.VLAN != 0 {
-		return hdrLen(v6) + vlanLen
+		return hdrLen(v6) + bth.VLANLen
 	}
 	return hdrLen(v6)
 }
@@ -491,24 +490,21 @@ func (l *Link) build(p *link.Packet) error {
 	if src.Is6() != v6 {
 		return fmt.Errorf("source %v for destination %v: %w", src, dst, link.ErrNoRoute)
 	}
-	iphl := ipv4Len
-	if v6 {
-		iphl = ipv6Len
+	// ID 0 with DF, as Linux sends (the ICRC covers the ID).
+	hd := bth.DatagramFields{Src: src, Dst: dst, SrcPort: p.SrcPort, DstPort: bth.RoCEPort,
+		TOS: p.TOS, TTL: l.cfg.HopLimit, DF: true}
+	if hd.SrcPort == 0 {
+		hd.SrcPort = l.cfg.SrcPort
 	}
-	if iphl+udpLen+p.Len > l.info.MTU {
+	if hd.HeaderLen()+p.Len > l.info.MTU {
 		return link.ErrTooBig
 	}
 	mac, err := l.nextHop(dst)
 	if err != nil {
 		return err
 	}
-	f := p.Buf[p.Off-h : p.Off+p.Len]
-	eth := ethLen
-	if l.cfg.VLAN != 0 {
-		eth += vlanLen
-	}
-	ip := f[eth:]
-	udp := ip[iphl:]
+	ip := p.Buf[bth.PutDatagramHeaders(p.Buf, p.Off, p.Len, &hd) : p.Off+p.Len]
+	f := p.Buf[p.Off-h:]
 	et := uint16(bth.EtherTypeIPv4)
 	if v6 {
 		et = bth.EtherTypeIPv6
@@ -516,28 +512,9 @@ func (l *Link) build(p *link.Packet) error {
 	if l.cfg.VLAN != 0 {
 		// Addresses, the tag (TPID 0x8100, TCI), then the EtherType.
 		bth.Ethernet(f).Encode(&bth.EthernetFields{Dst: mac, Src: l.srcMAC, EtherType: bth.EtherTypeVLAN})
-		binary.BigEndian.PutUint16(f[ethLen:], uint16(l.cfg.Priority)<<13|l.cfg.VLAN)
-		binary.BigEndian.PutUint16(f[ethLen+2:], et)
+		bth.VLAN(f[bth.EthernetLen:]).Encode(l.cfg.Priority, l.cfg.VLAN, et)
 	} else {
 		bth.Ethernet(f).Encode(&bth.EthernetFields{Dst: mac, Src: l.srcMAC, EtherType: et})
-	}
-	sport := p.SrcPort
-	if sport == 0 {
-		sport = l.cfg.SrcPort
-	}
-	ulen := uint16(udpLen + p.Len)
-	bth.UDP(udp).Encode(&bth.UDPFields{SrcPort: sport, DstPort: link.UDPPort, Length: ulen})
-	if v6 {
-		bth.IPv6(ip).Encode(&bth.IPv6Fields{
-			TrafficClass: p.TOS, PayloadLength: ulen, NextHeader: unix.IPPROTO_UDP,
-			HopLimit: l.cfg.HopLimit, Src: src, Dst: dst,
-		})
-	} else {
-		// ID 0 with DF, as Linux sends (the ICRC covers the ID).
-		bth.IPv4(ip).Encode(&bth.IPv4Fields{
-			TOS: p.TOS, TotalLength: uint16(ipv4Len) + ulen, Flags: bth.IPv4DontFragment,
-			TTL: l.cfg.HopLimit, Protocol: unix.IPPROTO_UDP, Src: src, Dst: dst,
-		})
 	}
 	if err := bth.PutICRC(ip); err != nil {
 		return fmt.Errorf("icrc: %w", err)
@@ -545,7 +522,7 @@ func (l *Link) build(p *link.Packet) error {
 	// The ICRC masks the UDP checksum, so it can be filled in last. IPv4
 	// leaves it zero (no checksum), as rxe does.
 	if v6 {
-		binary.BigEndian.PutUint16(udp[6:], udp6Checksum(ip))
+		bth.PutUDPChecksum(ip)
 	}
 	return nil
 }
@@ -620,13 +597,13 @@ func (l *Link) deliver(b []byte, p *link.Packet, buf []byte, base int) bool {
 		l.stats.RxDropped++
 		return false
 	}
-	if bth.VerifyICRC(b[f.ip:f.end]) != nil {
+	if bth.VerifyICRC(b[f.ip:f.ip+f.g.End]) != nil {
 		l.stats.RxICRCErrors++
 		return false
 	}
 	*p = link.Packet{
-		Buf: buf, Off: base + f.udp + udpLen, Len: f.end - f.udp - udpLen,
-		Remote: f.src, Local: f.dst, SrcPort: f.srcPort, TOS: f.tos,
+		Buf: buf, Off: base + f.ip + f.g.Off, Len: f.g.End - f.g.Off,
+		Remote: f.g.Src, Local: f.g.Dst, SrcPort: f.g.SrcPort, TOS: f.g.TOS,
 	}
 	l.stats.RxPackets++
 	l.stats.RxBytes += uint64(p.Len)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/uroce/uroce/bpf"
+	"github.com/uroce/uroce/bth"
 	"github.com/uroce/uroce/xdp"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -64,7 +65,7 @@ func OpenRaw(cfg RawConfig) (_ *Raw, err error) {
 	}
 	mtu := nl.Attrs().MTU
 	const fs = xdp.DefaultFrameSize
-	spanChunks := (ethLen + vlanLen + mtu + fs - 1) / fs
+	spanChunks := (bth.EthernetLen + bth.VLANLen + mtu + fs - 1) / fs
 	spans := cfg.RingSize / spanChunks
 	r := &Raw{fs: fs, spanBase: cfg.RingSize * fs, spanSize: spanChunks * fs, spans: spans, busy: cfg.BusyPoll}
 	defer func() {
@@ -79,7 +80,7 @@ func OpenRaw(cfg RawConfig) (_ *Raw, err error) {
 		Ifindex: nl.Attrs().Index, Queue: 0, FrameSize: fs,
 		NumFrames: cfg.RingSize + spans*spanChunks,
 		FillSize:  cfg.RingSize, CompletionSize: cfg.RingSize, RXSize: cfg.RingSize, TXSize: cfg.RingSize,
-		Mode: cfg.BindMode, MultiBuffer: ethLen+vlanLen+mtu > fs-unix.XDP_PACKET_HEADROOM,
+		Mode: cfg.BindMode, MultiBuffer: bth.EthernetLen+bth.VLANLen+mtu > fs-unix.XDP_PACKET_HEADROOM,
 		TxBudget: cfg.RingSize / 4,
 	}
 	if cfg.BusyPoll {

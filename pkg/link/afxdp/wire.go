@@ -1,148 +1,47 @@
 package afxdp
 
-import (
-	"encoding/binary"
-	"net/netip"
-)
+import "github.com/uroce/uroce/bth"
 
-// Header lengths.
-const (
-	ethLen  = 14
-	vlanLen = 4
-	ipv4Len = 20
-	ipv6Len = 40
-	udpLen  = 8
-	// minRoCE is a BTH and an ICRC: anything shorter is not RoCE.
-	minRoCE = 12 + 4
-)
+// minRoCE is a BTH and an ICRC: anything shorter is not RoCE.
+const minRoCE = bth.BTHLen + bth.ICRCLen
 
 // rxFrame is what parse finds in a received frame.
 type rxFrame struct {
-	ip, udp, end int // offsets: IP header, UDP header, end of the datagram
-	src, dst     netip.Addr
-	srcPort      uint16
-	tos          uint8
+	ip int          // offset of the IP header
+	g  bth.Datagram // its offsets are from the IP header
 }
 
-// parse checks that b is Ethernet (optionally one 802.1Q tag), IPv4 without
-// fragmentation or IPv6 without extension headers, and UDP to port 4791
-// carrying at least a BTH and an ICRC, as the XDP program selected it. It
-// reads lengths from the headers, not from len(b): Ethernet pads short
-// frames.
+// parse checks that b is Ethernet (optionally one 802.1Q tag) carrying a
+// RoCE datagram as bth.ParseDatagram accepts it, in the IP version its
+// EtherType names, as the XDP program selected it. Lengths come from the
+// headers, not from len(b): Ethernet pads short frames.
 func parse(b []byte, f *rxFrame) bool {
-	if len(b) < ethLen {
+	if len(b) < bth.EthernetLen {
 		return false
 	}
-	et := binary.BigEndian.Uint16(b[12:])
-	l3 := ethLen
-	if et == 0x8100 {
-		if len(b) < ethLen+vlanLen {
+	ip, et := bth.EthernetLen, bth.Ethernet(b).EtherType()
+	if et == bth.EtherTypeVLAN {
+		if len(b) < ip+bth.VLANLen {
 			return false
 		}
-		et = binary.BigEndian.Uint16(b[16:])
-		l3 += vlanLen
+		et = bth.VLAN(b[ip:]).EtherType()
+		ip += bth.VLANLen
 	}
-	var l4, end int
-	switch et {
-	case 0x0800:
-		if len(b) < l3+ipv4Len || b[l3]>>4 != 4 {
-			return false
-		}
-		ihl := int(b[l3]&0xf) * 4
-		total := int(binary.BigEndian.Uint16(b[l3+2:]))
-		if ihl < ipv4Len || b[l3+9] != 17 || binary.BigEndian.Uint16(b[l3+6:])&0x3fff != 0 {
-			return false
-		}
-		l4, end = l3+ihl, l3+total
-		if total < ihl || end > len(b) {
-			return false
-		}
-		f.tos = b[l3+1]
-		f.src = netip.AddrFrom4([4]byte(b[l3+12 : l3+16]))
-		f.dst = netip.AddrFrom4([4]byte(b[l3+16 : l3+20]))
-	case 0x86dd:
-		if len(b) < l3+ipv6Len || b[l3]>>4 != 6 || b[l3+6] != 17 {
-			return false
-		}
-		l4 = l3 + ipv6Len
-		end = l4 + int(binary.BigEndian.Uint16(b[l3+4:]))
-		if end > len(b) {
-			return false
-		}
-		f.tos = uint8(binary.BigEndian.Uint16(b[l3:]) >> 4)
-		f.src = netip.AddrFrom16([16]byte(b[l3+8 : l3+24]))
-		f.dst = netip.AddrFrom16([16]byte(b[l3+24 : l3+40]))
-	default:
+	if et != bth.EtherTypeIPv4 && et != bth.EtherTypeIPv6 {
 		return false
 	}
-	if end-l4 < udpLen+minRoCE || binary.BigEndian.Uint16(b[l4+2:]) != 4791 {
+	if bth.ParseDatagram(b[ip:], &f.g) != nil || f.g.Dst.Is6() != (et == bth.EtherTypeIPv6) {
 		return false
 	}
-	if ul := int(binary.BigEndian.Uint16(b[l4+4:])); ul != end-l4 {
-		return false
-	}
-	f.ip, f.udp, f.end = l3, l4, end
-	f.srcPort = binary.BigEndian.Uint16(b[l4:])
+	f.ip = ip
 	return true
 }
 
-// hdrLen returns the length of the headers Send writes in front of the BTH.
+// hdrLen returns the length of the headers Send writes in front of the BTH
+// (without a VLAN tag).
 func hdrLen(v6 bool) int {
 	if v6 {
-		return ethLen + ipv6Len + udpLen
+		return bth.EthernetLen + bth.IPv6Len + bth.UDPLen
 	}
-	return ethLen + ipv4Len + udpLen
-}
-
-// checksum folds the ones' complement sum of b into sum (RFC 1071), eight
-// bytes at a time.
-func checksum(b []byte, sum uint64) uint64 {
-	for len(b) >= 8 {
-		v := binary.BigEndian.Uint64(b)
-		sum += v
-		if sum < v {
-			sum++
-		}
-		b = b[8:]
-	}
-	if len(b) >= 4 {
-		v := uint64(binary.BigEndian.Uint32(b))
-		sum += v
-		if sum < v {
-			sum++
-		}
-		b = b[4:]
-	}
-	if len(b) >= 2 {
-		sum += uint64(binary.BigEndian.Uint16(b))
-		b = b[2:]
-	}
-	if len(b) == 1 {
-		sum += uint64(b[0]) << 8
-	}
-	return sum
-}
-
-func fold(sum uint64) uint16 {
-	sum = (sum >> 32) + (sum & 0xffffffff)
-	sum = (sum >> 32) + (sum & 0xffffffff)
-	sum = (sum >> 16) + (sum & 0xffff)
-	sum = (sum >> 16) + (sum & 0xffff)
-	sum = (sum >> 16) + (sum & 0xffff)
-	return uint16(sum)
-}
-
-// udp6Checksum returns the UDP checksum of an IPv6 datagram (ip starts at
-// the IPv6 header and ends with the UDP payload). IPv6 forbids a zero UDP
-// checksum (RFC 8200 8.1): Linux drops such datagrams.
-func udp6Checksum(ip []byte) uint16 {
-	ulen := len(ip) - ipv6Len
-	sum := checksum(ip[8:40], 0) // source and destination
-	sum += uint64(ulen) + 17
-	sum = checksum(ip[ipv6Len:], sum)
-	c := ^fold(sum)
-	if c == 0 {
-		c = 0xffff
-	}
-	return c
+	return bth.EthernetLen + bth.IPv4MinLen + bth.UDPLen
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"net/netip"
 	"testing"
+
+	"github.com/uroce/uroce/bth"
 )
 
 func testFrame(v6, vlan bool) []byte {
@@ -50,7 +52,7 @@ func TestParse(t *testing.T) {
 		if !parse(b, &f) {
 			t.Fatalf("v6=%v vlan=%v: valid frame rejected", tc.v6, tc.vlan)
 		}
-		if f.src != netip.MustParseAddr(tc.src) || f.tos&3 != 3 || f.srcPort != 0xc001 || f.end-f.udp != 36 {
+		if f.g.Src != netip.MustParseAddr(tc.src) || f.g.TOS&3 != 3 || f.g.SrcPort != 0xc001 || f.g.End-f.g.Off != 28 {
 			t.Errorf("v6=%v vlan=%v: parsed %+v", tc.v6, tc.vlan, f)
 		}
 		// Every truncation that cuts into the datagram must be refused,
@@ -63,14 +65,43 @@ func TestParse(t *testing.T) {
 	}
 }
 
-func TestUDP6Checksum(t *testing.T) {
-	b := testFrame(true, false)
-	ip := b[14 : len(b)-4]
-	c := udp6Checksum(ip)
-	binary.BigEndian.PutUint16(ip[40+6:], c)
-	// Summing with the checksum in place gives all ones (RFC 1071).
-	sum := checksum(ip[8:40], 0) + uint64(len(ip)-40) + 17
-	if got := fold(checksum(ip[40:], sum)); got != 0xffff {
-		t.Fatalf("checksum %#04x does not verify (sum %#04x)", c, got)
+// TestParseEtherType checks that the IP version must be the one the
+// EtherType names.
+func TestParseEtherType(t *testing.T) {
+	for _, v6 := range []bool{false, true} {
+		b := testFrame(v6, false)
+		b[12], b[13] = 0x86, 0xdd
+		if v6 {
+			b[12], b[13] = 0x08, 0x00
+		}
+		var f rxFrame
+		if parse(b, &f) {
+			t.Errorf("v6=%v: IP version and EtherType disagree, frame accepted", v6)
+		}
+		b[12], b[13] = 0x08, 0x06 // ARP
+		if parse(b, &f) {
+			t.Errorf("v6=%v: ARP accepted", v6)
+		}
 	}
+}
+
+// FuzzParse holds parse to accepting whatever bth.Frame.Decode, the
+// thorough decoder, accepts, and to offsets inside the frame.
+func FuzzParse(f *testing.F) {
+	for _, v6 := range []bool{false, true} {
+		for _, vlan := range []bool{false, true} {
+			f.Add(testFrame(v6, vlan))
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var fr rxFrame
+		ok := parse(b, &fr)
+		var d bth.Frame
+		if d.Decode(b) == nil && !ok {
+			t.Fatal("bth.Frame.Decode took a frame parse refused")
+		}
+		if ok && (fr.ip+fr.g.End > len(b) || fr.g.End-fr.g.Off < minRoCE) {
+			t.Fatalf("%d bytes: ip %d %+v", len(b), fr.ip, fr.g)
+		}
+	})
 }

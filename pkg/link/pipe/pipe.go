@@ -12,7 +12,6 @@ import (
 	"github.com/uroce/uroce/bth"
 	"github.com/uroce/uroce/pkg/link"
 	"github.com/uroce/uroce/pkg/link/internal/pool"
-	"github.com/uroce/uroce/pkg/link/internal/wire"
 	"github.com/uroce/uroce/pkg/netem"
 )
 
@@ -73,7 +72,7 @@ type Link struct {
 	woken  atomic.Bool   // Wake was called: the next Wait returns
 	done   chan struct{} // closed by Close
 	timer  *time.Timer
-	g      wire.Datagram
+	g      bth.Datagram
 }
 
 // New makes a pipe and returns its two ends.
@@ -227,18 +226,18 @@ func (l *Link) send(pkts []*link.Packet) (int, error) {
 			fail(i, ErrNotPeer)
 			continue
 		}
-		h := wire.Header{Src: l.addr, Dst: l.peer, SrcPort: p.SrcPort, DstPort: link.UDPPort,
+		h := bth.DatagramFields{Src: l.addr, Dst: l.peer, SrcPort: p.SrcPort, DstPort: bth.RoCEPort,
 			TOS: p.TOS, TTL: 64, ID: l.ipID, DF: true}
 		if h.SrcPort == 0 {
 			h.SrcPort = 0xc000
 		}
-		hl := h.Len()
+		hl := h.HeaderLen()
 		if hl+p.Len > s.cfg.MTU || p.Off < hl || p.Off+p.Len > len(p.Buf) {
 			fail(i, errTooBig)
 			continue
 		}
 		l.ipID++
-		ip := wire.Put(p.Buf, p.Off, p.Len, &h)
+		ip := bth.PutDatagramHeaders(p.Buf, p.Off, p.Len, &h)
 		end := p.Off + p.Len
 		if err := bth.PutICRC(p.Buf[ip:end]); err != nil {
 			fail(i, fmt.Errorf("pipe: %w", err))
@@ -276,7 +275,7 @@ func (l *Link) Recv(pkts []*link.Packet) (int, error) {
 		}
 		p := fl.p
 		dg := p.Buf[fl.ip : fl.ip+fl.n]
-		if err := wire.Parse(dg, &l.g); err != nil || l.g.Dst != l.addr {
+		if err := bth.ParseDatagram(dg, &l.g); err != nil || l.g.Dst != l.addr {
 			l.stats.RxDropped++
 			s.put(p)
 			continue

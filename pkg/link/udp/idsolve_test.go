@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/uroce/uroce/bth"
-	"github.com/uroce/uroce/pkg/link/internal/wire"
 )
 
 // TestIDSolve checks the solver against bth.ICRC: for random datagrams
@@ -26,9 +25,9 @@ func TestIDSolve(t *testing.T) {
 			buf[i] = byte(r.Uint32())
 		}
 		id := uint16(r.Uint32())
-		h := wire.Header{Src: netip.MustParseAddr("10.0.0.1"), Dst: netip.MustParseAddr("10.0.0.2"),
+		h := bth.DatagramFields{Src: netip.MustParseAddr("10.0.0.1"), Dst: netip.MustParseAddr("10.0.0.2"),
 			SrcPort: 0xc123, DstPort: 4791, ID: id, DF: true, TTL: 64}
-		wire.Put(buf, 28, n, &h)
+		bth.PutDatagramHeaders(buf, 28, n, &h)
 		bth.PutICRC(buf)
 		got := binary.LittleEndian.Uint32(buf[len(buf)-4:])
 		bth.IPv4(buf).SetID(0)

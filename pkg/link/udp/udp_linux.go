@@ -12,7 +12,6 @@ import (
 	"github.com/uroce/uroce/pkg/link"
 	"github.com/uroce/uroce/pkg/link/internal/mmsg"
 	"github.com/uroce/uroce/pkg/link/internal/sock"
-	"github.com/uroce/uroce/pkg/link/internal/wire"
 	"golang.org/x/sys/unix"
 )
 
@@ -23,12 +22,6 @@ var _ link.Waker = (*Link)(nil)
 var (
 	// ErrAddr is returned when the address is not a specific unicast one.
 	ErrAddr = errors.New("udp: need a specific local address")
-)
-
-var (
-	errTooBig = fmt.Errorf("udp: %w", link.ErrTooBig)
-	errFamily = fmt.Errorf("udp: destination of the other address family: %w", link.ErrNoRoute)
-	errShort  = errors.New("udp: packet shorter than BTH and ICRC")
 )
 
 // Config configures a link.
@@ -84,7 +77,7 @@ func Open(cfg Config) (*Link, error) {
 		return nil, ErrAddr
 	}
 	if cfg.Port == 0 {
-		cfg.Port = link.UDPPort
+		cfg.Port = bth.RoCEPort
 	}
 	if cfg.Batch == 0 {
 		cfg.Batch = 64
@@ -164,7 +157,7 @@ func (l *Link) open(a netip.Addr, cfg Config) error {
 	// Buffers: headroom plus the largest UDP payload the MTU allows.
 	l.bufSize = link.Headroom + cfg.MTU
 	return l.c.Init(sock.Config{
-		Name: "udp", FD: fd, Batch: cfg.Batch, Buffers: cfg.Buffers, BufSize: l.bufSize,
+		Name: "udp", FD: fd, V6: l.v6, Batch: cfg.Batch, Buffers: cfg.Buffers, BufSize: l.bufSize,
 		TxCtrl: unix.CmsgSpace(4),
 		RxCtrl: unix.CmsgSpace(4) + 16,
 		RxAt:   link.Headroom,
@@ -210,19 +203,16 @@ func (l *Link) Send(pkts []*link.Packet) (int, error) { return l.c.Send(pkts, l.
 // stage writes the headers the kernel will write in front of p, for the
 // ICRC only, and points TX slot n at the RoCE packet.
 func (l *Link) stage(n int, p *link.Packet) error {
-	dst := p.Remote.Unmap()
-	if dst.Is6() != l.v6 || !dst.IsValid() {
-		return errFamily
+	dst, err := l.c.Dst(p)
+	if err != nil {
+		return err
 	}
-	if p.Len < bth.BTHLen+bth.ICRCLen {
-		return errShort
-	}
-	h := wire.Header{Src: l.info.Addr, Dst: dst, SrcPort: l.port, DstPort: l.port, DF: true, TTL: 64}
-	hl := h.Len()
+	h := bth.DatagramFields{Src: l.info.Addr, Dst: dst, SrcPort: l.port, DstPort: l.port, DF: true, TTL: 64}
+	hl := h.HeaderLen()
 	if hl+p.Len > l.info.MTU || p.Off < hl || p.Off+p.Len > len(p.Buf) {
-		return errTooBig
+		return l.c.ErrTooBig()
 	}
-	ip := wire.Put(p.Buf, p.Off, p.Len, &h)
+	ip := bth.PutDatagramHeaders(p.Buf, p.Off, p.Len, &h)
 	if err := bth.PutICRC(p.Buf[ip : p.Off+p.Len]); err != nil {
 		return fmt.Errorf("udp: %w", err)
 	}
@@ -291,8 +281,8 @@ func (l *Link) accept(i int, p *link.Packet) bool {
 	// header's destination: no IP_PKTINFO to ask the kernel for.
 	*p = link.Packet{Buf: p.Buf, Off: link.Headroom, Len: n, Remote: from.Addr(), Local: l.info.Addr,
 		SrcPort: from.Port(), TOS: l.rxTOS}
-	h := wire.Header{Src: p.Remote, Dst: p.Local, SrcPort: from.Port(), DstPort: l.port, DF: true}
-	ip := wire.Put(p.Buf, p.Off, n, &h)
+	h := bth.DatagramFields{Src: p.Remote, Dst: p.Local, SrcPort: from.Port(), DstPort: l.port, DF: true}
+	ip := bth.PutDatagramHeaders(p.Buf, p.Off, n, &h)
 	dg := p.Buf[ip : p.Off+n]
 	crc, err := bth.ICRC(dg)
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	"github.com/uroce/uroce/bth"
 	"github.com/uroce/uroce/internal/netns"
 	"github.com/uroce/uroce/pkg/link"
-	"github.com/uroce/uroce/pkg/link/internal/wire"
 	"github.com/uroce/uroce/pkg/link/linktest"
 	"github.com/uroce/uroce/pkg/link/udp"
 	"golang.org/x/sys/unix"
@@ -184,8 +183,8 @@ func TestRawPeer(t *testing.T) {
 	pk := link.Packet{Buf: buf, Off: link.Headroom}
 	send := func(id uint16, psn uint32, corrupt bool) {
 		linktest.Fill(&pk, psn, 200, lo1)
-		h := wire.Header{Src: lo1, Dst: lo1, SrcPort: 0xc0de, DstPort: link.UDPPort, ID: id, DF: true, TTL: 64, TOS: link.ECT0}
-		ip := wire.Put(buf, pk.Off, pk.Len, &h)
+		h := bth.DatagramFields{Src: lo1, Dst: lo1, SrcPort: 0xc0de, DstPort: bth.RoCEPort, ID: id, DF: true, TTL: 64, TOS: link.ECT0}
+		ip := bth.PutDatagramHeaders(buf, pk.Off, pk.Len, &h)
 		bth.PutICRC(buf[ip : pk.Off+pk.Len])
 		if corrupt {
 			buf[pk.Off+20] ^= 0x10

@@ -6,7 +6,9 @@
 // A backend embeds a Conn (as a named field, so none of it leaks into its
 // API) and supplies the two things that differ: stage, which writes a
 // packet's lower headers and ICRC and points a transmit slot at it, and
-// accept, which checks a received datagram and fills its Packet.
+// accept, which checks a received datagram and fills its Packet. Dst
+// makes the checks every stage starts with, and returns their errors
+// built once with the backend's name.
 //
 // Send. Packets go in runs of one batch. Each is staged or dropped (its
 // error kept if first); the staged ones go out with sendmmsg. A message

@@ -1,9 +1,12 @@
 package sock
 
 import (
+	"errors"
 	"fmt"
+	"net/netip"
 	"time"
 
+	"github.com/uroce/uroce/bth"
 	"github.com/uroce/uroce/pkg/link"
 	"github.com/uroce/uroce/pkg/link/internal/mmsg"
 	"github.com/uroce/uroce/pkg/link/internal/pool"
@@ -17,6 +20,8 @@ type Config struct {
 	Name string
 	// FD is the socket, non-blocking.
 	FD int
+	// V6 is the socket's address family: IPv6, or IPv4.
+	V6 bool
 	// Batch is the most messages one system call moves.
 	Batch int
 	// Buffers and BufSize size the pool.
@@ -37,10 +42,14 @@ type Conn struct {
 
 	name      string
 	fd        int
+	v6        bool
 	rxAt      int
 	tx, rx    []*link.Packet
 	errClosed error
 	errFull   error
+	errTooBig error
+	errFamily error
+	errShort  error
 
 	// rxWant is how many messages the next recvmmsg asks for, rxLast how
 	// many the last one got. recvmmsg returns early only when the queue
@@ -66,16 +75,38 @@ func (c *Conn) Init(cfg Config) error {
 	*c = Conn{
 		Pool: pool.New(cfg.Buffers, cfg.BufSize), W: w,
 		TX: mmsg.New(cfg.Batch, cfg.TxCtrl), RX: mmsg.New(cfg.Batch, cfg.RxCtrl),
-		name: cfg.Name, fd: cfg.FD, rxAt: cfg.RxAt,
+		name: cfg.Name, fd: cfg.FD, v6: cfg.V6, rxAt: cfg.RxAt,
 		tx: make([]*link.Packet, cfg.Batch), rx: make([]*link.Packet, cfg.Batch),
 		errClosed: fmt.Errorf("%s: %w", cfg.Name, link.ErrClosed),
 		errFull:   fmt.Errorf("%s: send buffer full: %w", cfg.Name, unix.EAGAIN),
+		errTooBig: fmt.Errorf("%s: %w", cfg.Name, link.ErrTooBig),
+		errFamily: fmt.Errorf("%s: destination of the other address family: %w", cfg.Name, link.ErrNoRoute),
+		errShort:  errors.New(cfg.Name + ": packet shorter than BTH and ICRC"),
 	}
 	return nil
 }
 
 // ErrClosed is link.ErrClosed with the backend's context.
 func (c *Conn) ErrClosed() error { return c.errClosed }
+
+// ErrTooBig is link.ErrTooBig with the backend's context, for a packet
+// that does not fit the MTU or its buffer's headroom.
+func (c *Conn) ErrTooBig() error { return c.errTooBig }
+
+// Dst returns p's destination, unmapped, after the checks every stage
+// starts with: an address of the socket's family, and a RoCE packet at
+// least a BTH and an ICRC long. Its errors are built once, in Init: it
+// runs for every packet sent.
+func (c *Conn) Dst(p *link.Packet) (netip.Addr, error) {
+	dst := p.Remote.Unmap()
+	if dst.Is6() != c.v6 || !dst.IsValid() {
+		return dst, c.errFamily
+	}
+	if p.Len < bth.BTHLen+bth.ICRCLen {
+		return dst, c.errShort
+	}
+	return dst, nil
+}
 
 // Alloc implements link.Link.Alloc.
 func (c *Conn) Alloc(pkts []*link.Packet) int {

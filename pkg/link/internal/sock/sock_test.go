@@ -1,6 +1,8 @@
 package sock
 
 import (
+	"errors"
+	"net/netip"
 	"testing"
 
 	"github.com/uroce/uroce/pkg/link"
@@ -94,5 +96,38 @@ func TestRecvAsk(t *testing.T) {
 	send(5)
 	if n := recv(); n != 5 || c.rxWant != 5 {
 		t.Fatalf("drain: got %d, ask %d; want 5 and 5", n, c.rxWant)
+	}
+}
+
+// TestDst checks the checks every stage starts with, and their errors.
+func TestDst(t *testing.T) {
+	c, _ := pair(t, 4) // an IPv4 socket
+	tests := []struct {
+		remote string
+		len    int
+		want   error
+		msg    string
+	}{
+		{"10.0.0.2", 16, nil, ""},
+		{"::ffff:10.0.0.2", 16, nil, ""},
+		{"fd00::2", 16, link.ErrNoRoute, "test: destination of the other address family: no route to destination"},
+		{"", 16, link.ErrNoRoute, "test: destination of the other address family: no route to destination"},
+		{"10.0.0.2", 15, nil, "test: packet shorter than BTH and ICRC"},
+	}
+	for _, tc := range tests {
+		p := &link.Packet{Len: tc.len}
+		if tc.remote != "" {
+			p.Remote = netip.MustParseAddr(tc.remote)
+		}
+		dst, err := c.Dst(p)
+		switch {
+		case tc.msg == "" && (err != nil || dst != netip.MustParseAddr("10.0.0.2")):
+			t.Errorf("%q %d: %v, %v", tc.remote, tc.len, dst, err)
+		case tc.msg != "" && (err == nil || err.Error() != tc.msg || (tc.want != nil && !errors.Is(err, tc.want))):
+			t.Errorf("%q %d: %v", tc.remote, tc.len, err)
+		}
+	}
+	if err := c.ErrTooBig(); !errors.Is(err, link.ErrTooBig) || err.Error() != "test: "+link.ErrTooBig.Error() {
+		t.Errorf("ErrTooBig: %v", err)
 	}
 }
