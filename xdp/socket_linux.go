@@ -296,7 +296,7 @@ func open(cfg Config, zeroCopy bool) (_ *Socket, err error) {
 		sa.SharedUmemFD = uint32(o.fd)
 		zeroCopy, needWake, multiBuff = o.zeroCopy, o.needWake, o.multiBuff
 	}
-	if err = unix.Bind(fd, sa); err != nil {
+	if err = bindRetry(fd, sa); err != nil {
 		return nil, fmt.Errorf("bind ifindex %d queue %d (%s): %w", cfg.Ifindex, cfg.Queue, modeName(zeroCopy), err)
 	}
 	s.zeroCopy = zeroCopy
@@ -307,6 +307,27 @@ func open(cfg Config, zeroCopy bool) (_ *Socket, err error) {
 	}
 	s.pollfd[0] = unix.PollFd{Fd: int32(fd)}
 	return s, nil
+}
+
+// busyWait bounds how long bindRetry waits for a queue to come free.
+const busyWait = 2 * time.Second
+
+// bindRetry binds fd, trying again on EBUSY for up to busyWait. The kernel
+// frees a closed socket's hold on its queue in deferred work (xsk_release
+// drops the buffer pool, whose release clears the queue's pool from a
+// work queue, xp_release_deferred), so a socket opened right after another
+// on the same queue closed, as a restarted service does, can find the
+// queue held for a moment. A queue that a live socket holds still fails,
+// with EBUSY, after the wait.
+func bindRetry(fd int, sa *unix.SockaddrXDP) error {
+	deadline := time.Now().Add(busyWait)
+	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
+		err := unix.Bind(fd, sa)
+		if err != unix.EBUSY || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(wait)
+	}
 }
 
 func modeName(zc bool) string {

@@ -1,11 +1,15 @@
 package afxdp_test
 
 import (
+	"errors"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/uroce/uroce/internal/netns"
 	"github.com/uroce/uroce/pkg/link"
 	"github.com/uroce/uroce/pkg/link/afxdp"
+	"github.com/uroce/uroce/xdp"
 )
 
 // TestReopenAtOnce closes a link and opens the next on the same queue
@@ -40,5 +44,31 @@ func TestReopenAtOnce(t *testing.T) {
 		if err := b.Close(); err != nil {
 			t.Fatalf("round %d: close: %v", i, err)
 		}
+	}
+}
+
+// TestHeldQueueBusy: the wait for a closed socket's queue to come free
+// does not hide a queue that a live socket holds: the second bind still
+// fails with EBUSY.
+func TestHeldQueueBusy(t *testing.T) {
+	netns.RequireRoot(t)
+	v, _ := multiQueuePair(t)
+	err := v.NS.Do(func() error {
+		s, err := xdp.Open(xdp.Config{Ifindex: v.Index, Queue: 0, NumFrames: 64, Mode: xdp.BindCopy})
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		s2, err := xdp.Open(xdp.Config{Ifindex: v.Index, Queue: 0, NumFrames: 64, Mode: xdp.BindCopy})
+		if err == nil {
+			s2.Close()
+			t.Error("a second socket bound a queue a live socket holds")
+		} else if !errors.Is(err, unix.EBUSY) {
+			t.Errorf("second bind: %v, want EBUSY", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
