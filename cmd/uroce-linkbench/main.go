@@ -239,10 +239,10 @@ func us(d time.Duration) string { return fmt.Sprintf("%.1fus", float64(d)/1e3) }
 
 func openBoth(be backend, va, vb netns.Veth, a, b netip.Addr) (link.Link, link.Link, error) {
 	var la, lb link.Link
-	if err := rawbench.RetryBusy(func() error { return va.NS.Do(func() (err error) { la, err = be.open(va, a); return }) }); err != nil {
+	if err := va.NS.Do(func() (err error) { la, err = be.open(va, a); return }); err != nil {
 		return nil, nil, err
 	}
-	if err := rawbench.RetryBusy(func() error { return vb.NS.Do(func() (err error) { lb, err = be.open(vb, b); return }) }); err != nil {
+	if err := vb.NS.Do(func() (err error) { lb, err = be.open(vb, b); return }); err != nil {
 		la.Close()
 		return nil, nil, err
 	}

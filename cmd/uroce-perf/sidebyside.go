@@ -479,14 +479,12 @@ func (sb *sideBySide) pass(l, test string, size, iters int, va, vb netns.Veth, s
 		if err != nil {
 			return err
 		}
-		return rawbench.RetryBusy(func() (err error) {
-			if cfg.peer == "" {
-				e.srvDev, e.srvName, err = openDevice(cfg, addr)
-			} else {
-				e.cliDev, e.cliName, err = openDevice(cfg, addr)
-			}
-			return err
-		})
+		if cfg.peer == "" {
+			e.srvDev, e.srvName, err = openDevice(cfg, addr)
+		} else {
+			e.cliDev, e.cliName, err = openDevice(cfg, addr)
+		}
+		return err
 	}
 	if err := vb.NS.Do(func() (err error) {
 		if err = open(srvCfg); err != nil {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/uroce/uroce/bth"
-	"golang.org/x/sys/unix"
 )
 
 // Config says what to measure; a zero Iters skips the ping-pong and a zero
@@ -109,19 +108,6 @@ func Loss(sent, got uint64) float64 {
 		return 0
 	}
 	return float64(sent-got) / float64(sent)
-}
-
-// RetryBusy runs open again while it fails with EBUSY: the kernel unbinds
-// a closed AF_XDP socket from its queue in deferred work, so the next
-// socket on that queue may find it busy for a moment.
-func RetryBusy(open func() error) error {
-	for i := 0; ; i++ {
-		err := open()
-		if !errors.Is(err, unix.EBUSY) || i == 100 {
-			return err
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // wireLen is the UDP payload of a RoCE packet with size payload bytes and

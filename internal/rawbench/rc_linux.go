@@ -176,15 +176,11 @@ func XDPRC(cfg Config, va, vb netns.Veth, a, b netip.Addr, size, pmtu int) (Resu
 	if cfg.Iters <= 0 {
 		return r, nil
 	}
-	ra, err := openRaw(va)
+	ra, rb, err := openRawPair(va, vb)
 	if err != nil {
 		return r, err
 	}
 	defer ra.Close()
-	rb, err := openRaw(vb)
-	if err != nil {
-		return r, err
-	}
 	defer rb.Close()
 	const psnA, psnB = bth.PSN(0xfffff0), bth.PSN(0x123456) // A's wraps
 	ea, err := newRCEnd(ra, Path{[6]byte(va.MAC), [6]byte(vb.MAC), a, b}, size, pmtu, psnA, psnB)

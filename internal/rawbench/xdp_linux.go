@@ -36,18 +36,31 @@ func Frame(va, vb netns.Veth, a, b netip.Addr, size int) ([]byte, error) {
 	return f, nil
 }
 
+// openRaw opens a bare AF_XDP socket on v. A queue that the previous
+// round's socket still holds is waited for by package xdp's bind.
 func openRaw(v netns.Veth) (*afxdp.Raw, error) {
 	var r *afxdp.Raw
-	err := RetryBusy(func() error {
-		return v.NS.Do(func() (err error) {
-			r, err = afxdp.OpenRaw(afxdp.RawConfig{Interface: v.Name, BusyPoll: true})
-			return err
-		})
+	err := v.NS.Do(func() (err error) {
+		r, err = afxdp.OpenRaw(afxdp.RawConfig{Interface: v.Name, BusyPoll: true})
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("raw AF_XDP on %s: %w", v.Name, err)
 	}
 	return r, nil
+}
+
+// openRawPair opens bare AF_XDP sockets on both ends; closing them is
+// the caller's.
+func openRawPair(va, vb netns.Veth) (ra, rb *afxdp.Raw, err error) {
+	if ra, err = openRaw(va); err != nil {
+		return nil, nil, err
+	}
+	if rb, err = openRaw(vb); err != nil {
+		ra.Close()
+		return nil, nil, err
+	}
+	return ra, rb, nil
 }
 
 // XDP measures the AF_XDP floor, the afxdp link's: bare AF_XDP sockets on
@@ -68,15 +81,11 @@ func XDP(cfg Config, va, vb netns.Veth, a, b netip.Addr, size int) (Result, erro
 // of uroce's).
 func XDPFrame(cfg Config, va, vb netns.Veth, frame []byte) (Result, error) {
 	var r Result
-	ra, err := openRaw(va)
+	ra, rb, err := openRawPair(va, vb)
 	if err != nil {
 		return r, err
 	}
 	defer ra.Close()
-	rb, err := openRaw(vb)
-	if err != nil {
-		return r, err
-	}
 	defer rb.Close()
 	if err := ra.SetFrame(frame); err != nil {
 		return r, err
