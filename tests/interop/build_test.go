@@ -38,15 +38,36 @@ type build struct {
 // both MTUs run the same binary, and a build on a loaded machine is not free.
 func buildOnce(t *testing.T, pkg string) string {
 	t.Helper()
-	v, _ := builds.LoadOrStore(pkg, &build{})
+	return buildCached(t, pkg, false)
+}
+
+// buildStatic is buildOnce for a program that runs in a lab guest, whose
+// initramfs has Debian's libc but not necessarily the host's: a static
+// binary (CGO_ENABLED=0) runs there as it is.
+func buildStatic(t *testing.T, pkg string) string {
+	t.Helper()
+	return buildCached(t, pkg, true)
+}
+
+func buildCached(t *testing.T, pkg string, static bool) string {
+	t.Helper()
+	key, name := pkg, filepath.Base(pkg)
+	if static {
+		key, name = "static:"+pkg, name+"-static"
+	}
+	v, _ := builds.LoadOrStore(key, &build{})
 	b := v.(*build)
 	b.once.Do(func() {
 		buildDirOnce.Do(func() { buildDir, buildDirErr = os.MkdirTemp("", "uroce-interop-") })
 		if b.err = buildDirErr; b.err != nil {
 			return
 		}
-		b.bin = filepath.Join(buildDir, filepath.Base(pkg))
-		if out, err := exec.Command("go", "build", "-o", b.bin, pkg).CombinedOutput(); err != nil {
+		b.bin = filepath.Join(buildDir, name)
+		cmd := exec.Command("go", "build", "-o", b.bin, pkg)
+		if static {
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		}
+		if out, err := cmd.CombinedOutput(); err != nil {
 			b.err = fmt.Errorf("go build %s: %w\n%s", pkg, err, out)
 		}
 	})
