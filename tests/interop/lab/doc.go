@@ -28,6 +28,9 @@
 // standard output, standard error and exit status (see guest/init for the
 // protocol). Guest.Run waits for one; Guest.Start leaves it running, e.g.
 // a perftest server, while the test starts the client elsewhere.
+// Guest.Put copies a host file into the share, e.g. a static uroce-perf
+// to run in the guest; RemoveRxe and AddRxe take rxe0 and rdma_rxe away
+// (freeing UDP port 4791 for another RoCEv2 stack) and bring them back.
 //
 // Capture records a bridge's frames with an AF_PACKET socket, and
 // VerifyRoCE checks that every RoCEv2 packet in them decodes and carries a
