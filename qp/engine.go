@@ -53,6 +53,7 @@ type Engine struct {
 	freeQPN []uint32
 	timers  timerHeap
 	ready   []*QP
+	acks    []*QP // QPs with a coalesced ACK due at the burst's end
 	txq     []*link.Packet
 	one     [1]*link.Packet
 	pkt     bth.Packet
@@ -263,12 +264,18 @@ func (e *Engine) Busy() bool { return len(e.ready) > 0 }
 
 // Receive processes received RoCE packets. The packets stay the caller's:
 // the engine copies what it keeps. Responses and requests it generates are
-// sent before Receive returns.
+// sent before Receive returns; the requests of one QP in pkts that ask for
+// an ACK share one (ackBurst).
 func (e *Engine) Receive(now time.Time, pkts []*link.Packet) {
 	e.now = now
 	for _, lp := range pkts {
 		e.receiveOne(lp)
 	}
+	for i, q := range e.acks {
+		e.flushAck(q)
+		e.acks[i] = nil
+	}
+	e.acks = e.acks[:0]
 	e.sendBatch()
 }
 
