@@ -324,12 +324,11 @@ func (e *Engine) sendCNP(q *QP) {
 	if len(e.txq) == cap(e.txq) {
 		e.sendBatch()
 	}
-	if e.port.Alloc(e.one[:]) == 0 {
+	lp := e.allocTx()
+	if lp == nil {
 		e.Counters.NoBuffer++
 		return
 	}
-	lp := e.one[0]
-	e.one[0] = nil
 	n, err := cnp.Encode(lp.Buf[lp.Off:], q.attr.DestQPN)
 	if err != nil {
 		e.Counters.NoBuffer++

@@ -38,7 +38,20 @@ func (f *fakePort) Send(pkts []*link.Packet) (int, error) {
 	return len(pkts), nil
 }
 
-func (f *fakePort) Release([]*link.Packet) {}
+// Release takes back buffers the engine did not send (those it took in a
+// batch and did not use), so a finite free count stays true.
+func (f *fakePort) Release(pkts []*link.Packet) {
+	for i, p := range pkts {
+		if p == nil {
+			continue
+		}
+		if f.free >= 0 {
+			f.free++
+		}
+		f.alloc--
+		pkts[i] = nil
+	}
+}
 
 // Context drives one engine with one RTS QP by hand, as gVisor's
 // tcp/testing/context does: the test plays the peer with SendPacket and
