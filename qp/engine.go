@@ -60,8 +60,8 @@ type Engine struct {
 	one     [1]*link.Packet
 	// spare holds transmit buffers taken in one Alloc and not used yet,
 	// spare[nextSpare:nSpare]; the rest go back at the end of the turn.
-	// allocHint is how many the last turn used: a turn of one packet (a
-	// latency loop) takes one, a burst takes up to maxAllocBatch at once.
+	// allocHint is how many the last turn that sent used: a turn of one
+	// packet (a latency loop) takes one, a burst up to maxAllocBatch.
 	spare     [maxAllocBatch]*link.Packet
 	nextSpare int
 	nSpare    int
@@ -474,14 +474,18 @@ func (e *Engine) allocTx() *link.Packet {
 }
 
 // endTurn gives the unused transmit buffers back, so the engine holds none
-// between turns, and notes how many this turn used.
+// between turns, and notes how many this turn used if it sent.
 func (e *Engine) endTurn() {
 	if e.nextSpare < e.nSpare {
 		e.port.Release(e.spare[e.nextSpare:e.nSpare])
 		clear(e.spare[e.nextSpare:e.nSpare])
 	}
 	e.nextSpare, e.nSpare = 0, 0
-	e.allocHint, e.turnPkts = e.turnPkts, 0
+	if e.turnPkts > 0 {
+		// A turn that sent nothing (a receive turn on a sender
+		// whose ACKs come in) says nothing about the next burst.
+		e.allocHint, e.turnPkts = e.turnPkts, 0
+	}
 }
 
 // sendBatch hands the packets built so far (txq) to the port in one Send
