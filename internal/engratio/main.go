@@ -8,6 +8,11 @@
 // scripts/engbench runs the benchmarks in one go test invocation and pipes
 // them here. A ratio whose benchmarks are missing from the input is left
 // out. The input is echoed to standard error unless -q is given.
+//
+// On a shared machine the load moves between the two benchmarks of one
+// invocation. The script can run several invocations (rounds), each
+// introduced by a line "engbench round N"; each ratio is then also given
+// per round, from that round's medians, with the median of those.
 package main
 
 import (
@@ -44,15 +49,21 @@ var procSuffix = regexp.MustCompile(`-\d+$`)
 type results map[string]map[string][]float64
 
 // parse reads benchmark lines ("BenchmarkX-2  N  v unit  v unit ...") and
-// echoes every line to echo when it is not nil.
-func parse(r io.Reader, echo io.Writer) (results, []string, error) {
+// echoes every line to echo when it is not nil. It returns the results of
+// all rounds together and of each round.
+func parse(r io.Reader, echo io.Writer) (results, []string, []results, error) {
 	res := results{}
+	var rounds []results
 	var order []string
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		line := sc.Text()
 		if echo != nil {
 			fmt.Fprintln(echo, line)
+		}
+		if strings.HasPrefix(line, "engbench round ") {
+			rounds = append(rounds, results{})
+			continue
 		}
 		f := strings.Fields(line)
 		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") {
@@ -62,10 +73,7 @@ func parse(r io.Reader, echo io.Writer) (results, []string, error) {
 			continue
 		}
 		name := procSuffix.ReplaceAllString(strings.TrimPrefix(f[0], "Benchmark"), "")
-		m := res[name]
-		if m == nil {
-			m = map[string][]float64{}
-			res[name] = m
+		if _, ok := res[name]; !ok {
 			order = append(order, name)
 		}
 		for i := 2; i+1 < len(f); i += 2 {
@@ -73,10 +81,22 @@ func parse(r io.Reader, echo io.Writer) (results, []string, error) {
 			if err != nil {
 				break
 			}
-			m[f[i+1]] = append(m[f[i+1]], v)
+			res.add(name, f[i+1], v)
+			if len(rounds) > 0 {
+				rounds[len(rounds)-1].add(name, f[i+1], v)
+			}
 		}
 	}
-	return res, order, sc.Err()
+	return res, order, rounds, sc.Err()
+}
+
+func (r results) add(name, unit string, v float64) {
+	m := r[name]
+	if m == nil {
+		m = map[string][]float64{}
+		r[name] = m
+	}
+	m[unit] = append(m[unit], v)
 }
 
 func median(v []float64) float64 {
@@ -98,7 +118,7 @@ func main() {
 	if *quiet {
 		echo = nil
 	}
-	res, order, err := parse(os.Stdin, echo)
+	res, order, rounds, err := parse(os.Stdin, echo)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "engratio:", err)
 		os.Exit(1)
@@ -125,10 +145,26 @@ func main() {
 			continue
 		}
 		x := median(n) / median(d)
+		var per []float64
+		for _, rr := range rounds {
+			if n, d := rr.get(r.num), rr.get(r.den); len(n) > 0 && len(d) > 0 {
+				per = append(per, median(n)/median(d))
+			}
+		}
+		if len(per) > 1 {
+			x = median(per)
+		}
 		verdict := "met"
 		if x > r.goal {
 			verdict = "not met"
 		}
 		fmt.Printf("%-14s %s %s ÷ %s %s = %.2f (goal ≤ %g: %s)\n", r.name+":", r.num.bench, r.num.unit, r.den.bench, r.den.unit, x, r.goal, verdict)
+		if len(per) > 1 {
+			fmt.Printf("%-14s median of %d rounds; per round:", "", len(per))
+			for _, v := range per {
+				fmt.Printf(" %.2f", v)
+			}
+			fmt.Println()
+		}
 	}
 }
