@@ -283,7 +283,11 @@ func (e *Engine) Receive(now time.Time, pkts []*link.Packet) {
 		e.receiveOne(lp)
 	}
 	for i, q := range e.acks {
-		e.flushAck(q)
+		// A QP reset or destroyed during the burst (an OnStateChange
+		// that calls back into the engine) owes nothing.
+		if q.state != StateReset {
+			e.flushAck(q)
+		}
 		e.acks[i] = nil
 	}
 	e.acks = e.acks[:0]
