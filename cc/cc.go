@@ -135,7 +135,8 @@ func New(cfg *Config) (Algorithm, error) {
 
 // None never slows down: it answers the line rate and no window, and
 // ignores CNPs (counting them in RPCNPIgnored). It still acts as the
-// notification point.
+// notification point. Its answers never change and OnSent, OnAck, OnLoss
+// and OnTimer do nothing, so an engine may leave out those calls.
 type None struct {
 	line Rate
 	np   NP

@@ -52,6 +52,10 @@ type ccState struct {
 	// paced: the requester waits on the pacer (every algorithm but none,
 	// which never slows down).
 	paced bool
+	// inert: the algorithm is none, whose rate, window and timer never
+	// change and which ignores OnSent and OnAck; the per-packet hooks
+	// skip those calls and the sync after them.
+	inert bool
 	// ect: data packets carry ECT(0), so a congestion point marks rather
 	// than drops them (DCQCN §3; ConnectX sets ECT on RoCE when ECN is on
 	// for the priority).
@@ -100,6 +104,7 @@ func (e *Engine) ccInit(q *QP, cfg *cc.Config) error {
 	}
 	s.alg, s.kind, s.cfg = alg, c.Kind, c
 	s.paced = c.Kind != cc.KindNone
+	s.inert = c.Kind == cc.KindNone
 	s.ect = c.Kind != cc.KindNone
 	s.rate = alg.Rate()
 	s.pacer = cc.NewPacer(s.rate, burst)
@@ -136,6 +141,9 @@ func (q *QP) CCKind() cc.Kind { return q.cc.kind }
 // for the algorithm's window (then an ACK schedules the QP).
 func (e *Engine) ccHold(q *QP, n int) bool {
 	s := q.cc
+	if s.inert {
+		return false
+	}
 	if w := s.alg.Window(); w > 0 && int(q.req.psn.Diff(q.comp.psn))*q.mtu >= w {
 		return true
 	}
@@ -194,6 +202,9 @@ func (e *Engine) ccSentResponse(q *QP, wire int) {
 	if s.paced {
 		s.pacer.Take(e.now, wire)
 	}
+	if s.inert {
+		return
+	}
 	s.alg.OnSent(e.now, wire)
 	e.ccSync(q)
 }
@@ -242,6 +253,9 @@ func (e *Engine) ccSent(q *QP, wire int, last bth.PSN, retransmit bool) {
 		t = time.Time{}
 	}
 	s.sent[uint32(last)&(maxUnackedPSNs-1)] = t
+	if s.inert {
+		return
+	}
 	s.alg.OnSent(e.now, wire)
 	e.ccSync(q)
 }
@@ -263,6 +277,9 @@ func (e *Engine) ccAck(q *QP, from, to bth.PSN) {
 		} else {
 			s.srtt += (rtt - s.srtt) / 8
 		}
+	}
+	if s.inert {
+		return
 	}
 	s.alg.OnAck(e.now, n*q.mtu, rtt)
 	e.ccSync(q)
@@ -324,12 +341,11 @@ func (e *Engine) sendCNP(q *QP) {
 	if len(e.txq) == cap(e.txq) {
 		e.sendBatch()
 	}
-	if e.port.Alloc(e.one[:]) == 0 {
+	lp := e.allocTx()
+	if lp == nil {
 		e.Counters.NoBuffer++
 		return
 	}
-	lp := e.one[0]
-	e.one[0] = nil
 	n, err := cnp.Encode(lp.Buf[lp.Off:], q.attr.DestQPN)
 	if err != nil {
 		e.Counters.NoBuffer++

@@ -38,7 +38,20 @@ func (f *fakePort) Send(pkts []*link.Packet) (int, error) {
 	return len(pkts), nil
 }
 
-func (f *fakePort) Release([]*link.Packet) {}
+// Release takes back buffers the engine did not send (those it took in a
+// batch and did not use), so a finite free count stays true.
+func (f *fakePort) Release(pkts []*link.Packet) {
+	for i, p := range pkts {
+		if p == nil {
+			continue
+		}
+		if f.free >= 0 {
+			f.free++
+		}
+		f.alloc--
+		pkts[i] = nil
+	}
+}
 
 // Context drives one engine with one RTS QP by hand, as gVisor's
 // tcp/testing/context does: the test plays the peer with SendPacket and
@@ -57,6 +70,9 @@ type Context struct {
 	PeerQPN uint32
 	PeerPSN bth.PSN
 	pkt     bth.Packet
+	// burst, when not nil, collects what SendPacket sends, for
+	// ReceiveBurst to deliver in one Receive.
+	burst []*link.Packet
 }
 
 const (
@@ -144,7 +160,23 @@ func (c *Context) SendPacket(f *bth.PacketFields, payload []byte) {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	c.E.Receive(c.Now, []*link.Packet{{Buf: buf, Off: link.Headroom, Len: n, Remote: ctxPeer}})
+	lp := &link.Packet{Buf: buf, Off: link.Headroom, Len: n, Remote: ctxPeer}
+	if c.burst != nil {
+		c.burst = append(c.burst, lp)
+		return
+	}
+	c.E.Receive(c.Now, []*link.Packet{lp})
+}
+
+// HoldBurst makes SendPacket collect packets until ReceiveBurst.
+func (c *Context) HoldBurst() { c.burst = []*link.Packet{} }
+
+// ReceiveBurst delivers the packets held since HoldBurst in one Receive, as
+// a link's Recv hands over a batch.
+func (c *Context) ReceiveBurst() {
+	b := c.burst
+	c.burst = nil
+	c.E.Receive(c.Now, b)
 }
 
 // SendRequest sends a request at the peer's next PSN and advances it.

@@ -15,9 +15,11 @@
 // peer the responder (responder.go) checks each request in rxe's order (PSN,
 // opcode sequence, resources, length, R_Key and bounds), executes it against
 // a memory region, and answers with ACKs, NAKs, READ responses or atomic
-// ACKs. Back at the requester the completer (completer.go) matches those
-// responses against the outstanding WQEs, retries on NAKs and timeouts, and
-// writes completions. The three are separate state machines, as in rxe.
+// ACKs; the requests of one receive burst that ask for an ACK share one,
+// for the latest of them (IBA 9.7.5.1.2), sent before Receive returns.
+// Back at the requester the completer (completer.go) matches those
+// responses against the outstanding WQEs, retries on NAKs and timeouts,
+// and writes completions. The three are separate state machines, as in rxe.
 //
 // One Engine owns every QP of a device and is not safe for concurrent use:
 // one goroutine (or one lock) drives it. Timers (retransmit, RNR) sit in a

@@ -31,6 +31,8 @@ const (
 	sendBudget = 64
 	// maxUnackedPSNs bounds the PSNs in flight (rxe's RXE_MAX_UNACKED_PSNS).
 	maxUnackedPSNs = 128
+	// maxAllocBatch bounds the transmit buffers taken in one Alloc.
+	maxAllocBatch = 16
 	// maxPktPerAck: the requester asks for an ACK at least this often
 	// within a long message (rxe's RXE_MAX_PKT_PER_ACK).
 	maxPktPerAck = 64
@@ -53,11 +55,21 @@ type Engine struct {
 	freeQPN []uint32
 	timers  timerHeap
 	ready   []*QP
+	acks    []*QP // QPs with a coalesced ACK due at the burst's end
 	txq     []*link.Packet
 	one     [1]*link.Packet
-	pkt     bth.Packet
-	pf      bth.PacketFields
-	now     time.Time
+	// spare holds transmit buffers taken in one Alloc and not used yet,
+	// spare[nextSpare:nSpare]; the rest go back at the end of the turn.
+	// allocHint is how many the last turn that sent used: a turn of one
+	// packet (a latency loop) takes one, a burst up to maxAllocBatch.
+	spare     [maxAllocBatch]*link.Packet
+	nextSpare int
+	nSpare    int
+	turnPkts  int
+	allocHint int
+	pkt       bth.Packet
+	pf        bth.PacketFields
+	now       time.Time
 	// Counters holds the engine's own counters; Stats adds the QPs'.
 	Counters EngineCounters
 	// OnStateChange, if set, is called after a QP changes state (see
@@ -263,13 +275,24 @@ func (e *Engine) Busy() bool { return len(e.ready) > 0 }
 
 // Receive processes received RoCE packets. The packets stay the caller's:
 // the engine copies what it keeps. Responses and requests it generates are
-// sent before Receive returns.
+// sent before Receive returns; the requests of one QP in pkts that ask for
+// an ACK share one (ackBurst).
 func (e *Engine) Receive(now time.Time, pkts []*link.Packet) {
 	e.now = now
 	for _, lp := range pkts {
 		e.receiveOne(lp)
 	}
+	for i, q := range e.acks {
+		// A QP reset or destroyed during the burst (an OnStateChange
+		// that calls back into the engine) owes nothing.
+		if q.state != StateReset {
+			e.flushAck(q)
+		}
+		e.acks[i] = nil
+	}
+	e.acks = e.acks[:0]
 	e.sendBatch()
+	e.endTurn()
 }
 
 func (e *Engine) receiveOne(lp *link.Packet) {
@@ -368,6 +391,7 @@ func (e *Engine) Process(now time.Time) {
 	clear(e.ready[m:])
 	e.ready = e.ready[:m]
 	e.sendBatch()
+	e.endTurn()
 }
 
 // schedule puts a QP on the ready list, so the next Process runs its
@@ -393,12 +417,11 @@ func (e *Engine) newPacket(q *QP, bf *bth.BTHFields, payloadLen int, response bo
 	if len(e.txq) == cap(e.txq) {
 		e.sendBatch()
 	}
-	if e.port.Alloc(e.one[:]) == 0 {
+	lp := e.allocTx()
+	if lp == nil {
 		e.Counters.NoBuffer++
 		return nil, nil
 	}
-	lp := e.one[0]
-	e.one[0] = nil
 	n := bth.PacketLen(bf.Opcode, payloadLen)
 	b := lp.Buf[lp.Off:]
 	if len(b) < n {
@@ -434,6 +457,39 @@ func (e *Engine) newPacket(q *QP, bf *bth.BTHFields, payloadLen int, response bo
 	q.Counters.TxBytes += uint64(payloadLen)
 	e.txq = append(e.txq, lp)
 	return lp, b[hl : hl+payloadLen]
+}
+
+// allocTx returns a transmit buffer, or nil when the port has none. It
+// takes them from the port allocHint at a time: one Alloc, and one lock in
+// a link that has one, per batch rather than per packet.
+func (e *Engine) allocTx() *link.Packet {
+	if e.nextSpare == e.nSpare {
+		want := min(max(e.allocHint, 1), maxAllocBatch)
+		e.nextSpare, e.nSpare = 0, e.port.Alloc(e.spare[:want])
+		if e.nSpare == 0 {
+			return nil
+		}
+	}
+	lp := e.spare[e.nextSpare]
+	e.spare[e.nextSpare] = nil
+	e.nextSpare++
+	e.turnPkts++
+	return lp
+}
+
+// endTurn gives the unused transmit buffers back, so the engine holds none
+// between turns, and notes how many this turn used if it sent.
+func (e *Engine) endTurn() {
+	if e.nextSpare < e.nSpare {
+		e.port.Release(e.spare[e.nextSpare:e.nSpare])
+		clear(e.spare[e.nextSpare:e.nSpare])
+	}
+	e.nextSpare, e.nSpare = 0, 0
+	if e.turnPkts > 0 {
+		// A turn that sent nothing (a receive turn on a sender
+		// whose ACKs come in) says nothing about the next burst.
+		e.allocHint, e.turnPkts = e.turnPkts, 0
+	}
 }
 
 // sendBatch hands the packets built so far (txq) to the port in one Send

@@ -4,8 +4,9 @@ import "github.com/uroce/uroce/pkg/hist"
 
 // Completion latency: each send WQE carries the time PostSend was given,
 // and a signaled WR that completes successfully records the time from then
-// to its completion in its QP's histogram (two atomic adds, no allocation,
-// no lock: a metrics reader snapshots it from any goroutine). Unsignaled
+// to its completion in its QP's histogram (atomic loads and stores, as the
+// engine is its one writer; no allocation, no lock: a metrics reader
+// snapshots it from any goroutine). Unsignaled
 // WRs are not recorded, as they have no completion to measure to; failed
 // and flushed ones neither, since their time says nothing about the path.
 
@@ -13,7 +14,7 @@ import "github.com/uroce/uroce/pkg/hist"
 // signaled; the caller owns the engine, whose now is the completion time.
 func (q *QP) recordLatency(w *sendWQE) {
 	if w.wr.Flags&FlagSignaled != 0 {
-		q.lat.RecordDuration(q.e.now.Sub(w.posted))
+		q.lat.RecordOwned(uint64(max(q.e.now.Sub(w.posted), 0)))
 	}
 }
 

@@ -37,6 +37,7 @@ type pendingAck struct {
 // PSN, or a duplicate's), with the bytes [va, va+n) for a READ, and sends
 // what the pacer allows now.
 func (e *Engine) oweResponse(q *QP, res *resource, psn bth.PSN, va uint64, n uint32) {
+	e.flushAck(q) // it acknowledges requests before this one
 	r := &q.resp
 	cur := r.rdRes
 	switch {

@@ -36,6 +36,10 @@ type responder struct {
 	rdFirst bool // the next packet is the response's first: FIRST or ONLY
 	// ackOwed is an ACK or NAK waiting behind owed responses.
 	ackOwed pendingAck
+	// ackDue is the positive ACK that the requests of the receive burst
+	// so far have asked for; it goes out once, at the burst's end (or
+	// before anything else the responder sends), and covers them all.
+	ackDue pendingAck
 	// A class C error being reported: the NAK syndrome and the status of
 	// the receive WQE in progress.
 	syndrome bth.Syndrome
@@ -176,7 +180,7 @@ func (e *Engine) respond(q *QP, p *bth.Packet) {
 
 		case respAcknowledge:
 			if h.AckReq() {
-				e.sendAck(q, bth.ACK(bth.CreditsInvalid), psn)
+				e.ackBurst(q, psn)
 			}
 			return
 
@@ -462,8 +466,38 @@ func (r *responder) find(psn bth.PSN, kind resKind) *resource {
 	return nil
 }
 
+// ackBurst answers a request that asked for an ACK with one ACK at the end
+// of the receive burst, for the latest PSN executed by then: IBA 9.7.5.1.2
+// lets one ACK acknowledge every request before its PSN (coalescing), and
+// a requester, rxe's among them, completes each SEND or WRITE it covers.
+// Every request with AckReq is still answered before Receive returns, as
+// rxe answers each one; the burst sends one ACK where it sent many. An
+// ACK behind owed READ or atomic responses waits in ackOwed as before.
+func (e *Engine) ackBurst(q *QP, psn bth.PSN) {
+	r := &q.resp
+	if r.rdRes != nil {
+		e.sendAck(q, bth.ACK(bth.CreditsInvalid), psn)
+		return
+	}
+	if !r.ackDue.set {
+		e.acks = append(e.acks, q)
+	}
+	r.ackDue = pendingAck{set: true, syn: bth.ACK(bth.CreditsInvalid), psn: psn, msn: r.msn}
+}
+
+// flushAck sends the QP's coalesced ACK, if one is due: at the end of the
+// burst, and before any other ACK, NAK or response of the QP, so that the
+// responder's answers keep their PSN order.
+func (e *Engine) flushAck(q *QP) {
+	if a := q.resp.ackDue; a.set {
+		q.resp.ackDue = pendingAck{}
+		e.sendAckMSN(q, a.syn, a.psn, a.msn)
+	}
+}
+
 // sendAck sends an ACKNOWLEDGE with a syndrome for psn and the current MSN.
 func (e *Engine) sendAck(q *QP, syn bth.Syndrome, psn bth.PSN) {
+	e.flushAck(q)
 	if e.ackAfterResponses(q, syn, psn) {
 		return
 	}

@@ -39,6 +39,45 @@ func TestResponderSendAndAck(t *testing.T) {
 	}
 }
 
+// TestResponderCoalescesAcks: the requests of one receive burst that ask
+// for an ACK get one, for the last of them (IBA 9.7.5.1.2); an ACK due
+// goes out before a READ response or a NAK that follows it in the burst,
+// so the answers keep PSN order.
+func TestResponderCoalescesAcks(t *testing.T) {
+	c := New(t)
+	defer c.Cleanup()
+	reth := bth.RETHFields{VA: ctxMemBase, RKey: c.MR.RKey, DMALen: 8}
+	data := []byte("12345678")
+	first := c.PeerPSN
+	c.HoldBurst()
+	for range 3 {
+		c.SendRequest(bth.RCWriteOnly, &bth.PacketFields{RETH: reth}, data, true)
+	}
+	c.ReceiveBurst()
+	c.Expect(opcodeIs(bth.RCAcknowledge), psnIs(first.Add(2)), aethIs(ack, 3))
+	c.CheckNoPacket()
+
+	// WRITE, READ: the WRITE's ACK, then the READ response.
+	wpsn := c.PeerPSN
+	c.HoldBurst()
+	c.SendRequest(bth.RCWriteOnly, &bth.PacketFields{RETH: reth}, data, true)
+	c.SendRequest(bth.RCReadRequest, &bth.PacketFields{RETH: reth}, nil, true)
+	c.ReceiveBurst()
+	c.Expect(opcodeIs(bth.RCAcknowledge), psnIs(wpsn), aethIs(ack, 4))
+	c.Expect(opcodeIs(bth.RCReadResponseOnly), psnIs(wpsn.Add(1)), aethIs(ack, 5), payloadLen(8))
+
+	// WRITE, then a gap: the ACK, then the sequence NAK.
+	wpsn = c.PeerPSN
+	c.HoldBurst()
+	c.SendRequest(bth.RCWriteOnly, &bth.PacketFields{RETH: reth}, data, true)
+	c.PeerPSN = c.PeerPSN.Next()
+	c.SendRequest(bth.RCWriteOnly, &bth.PacketFields{RETH: reth}, data, true)
+	c.ReceiveBurst()
+	c.Expect(opcodeIs(bth.RCAcknowledge), psnIs(wpsn), aethIs(ack, 6))
+	c.Expect(opcodeIs(bth.RCAcknowledge), psnIs(wpsn.Add(1)), aethIs(bth.NAK(bth.NAKPSNSequenceError), 6))
+	c.CheckNoPacket()
+}
+
 func TestResponderSequenceNAKOnce(t *testing.T) {
 	c := New(t)
 	defer c.Cleanup()

@@ -67,6 +67,21 @@ func (h *Histogram) Record(v uint64) {
 	}
 }
 
+// RecordOwned counts v as Record does, in a histogram that one goroutine
+// writes (a QP's, written by its engine): each counter is loaded and
+// stored back atomically rather than updated with a read-modify-write
+// instruction, which costs several times more and is needed only between
+// writers. Snapshot stays safe from any goroutine; no other Record,
+// RecordOwned or Add may run at the same time.
+func (h *Histogram) RecordOwned(v uint64) {
+	c := &h.counts[bucket(v)]
+	c.Store(c.Load() + 1)
+	h.sum.Store(h.sum.Load() + v)
+	if v > h.max.Load() {
+		h.max.Store(v)
+	}
+}
+
 // RecordDuration counts d in nanoseconds; a negative d (a clock that
 // stepped back) counts as 0.
 func (h *Histogram) RecordDuration(d time.Duration) {

@@ -211,3 +211,30 @@ func TestConcurrent(t *testing.T) {
 		t.Fatalf("count %d max %d", s.Count, s.Max)
 	}
 }
+
+// TestRecordOwned: one writer with RecordOwned, a reader snapshotting
+// meanwhile (run with -race), and the result equal to Record's.
+func TestRecordOwned(t *testing.T) {
+	var h, ref Histogram
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var s Snapshot
+		for range 200 {
+			h.Snapshot(&s)
+		}
+	}()
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 50_000 {
+		v := r.Uint64N(1 << 30)
+		h.RecordOwned(v)
+		ref.Record(v)
+	}
+	<-done
+	var got, want Snapshot
+	h.Snapshot(&got)
+	ref.Snapshot(&want)
+	if got != want {
+		t.Fatalf("RecordOwned: count %d sum %d max %d, Record: %d %d %d", got.Count, got.Sum, got.Max, want.Count, want.Sum, want.Max)
+	}
+}

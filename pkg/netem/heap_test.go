@@ -2,6 +2,7 @@ package netem_test
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"testing"
 	"testing/quick"
@@ -19,12 +20,21 @@ func (a *item) Compare(b *item) int { return cmp.Compare(a.at, b.at) }
 
 // TestHeapProperty: whatever the interleaving of pushes and pops, each pop
 // returns the earliest value held and, among values due at the same time,
-// the one pushed first.
+// the one pushed first. Times are drawn at random (the heap part) and
+// rising with now and then an earlier one, as a delay line's are (the FIFO
+// lane, its reuse of popped slots, and the two mixed).
 func TestHeapProperty(t *testing.T) {
+	for _, rising := range []bool{false, true} {
+		t.Run(fmt.Sprintf("rising=%v", rising), func(t *testing.T) { heapProperty(t, rising) })
+	}
+}
+
+func heapProperty(t *testing.T, rising bool) {
 	f := func(ops []uint8) bool {
 		var h netem.Heap[item, *item]
 		var model []item // held values, in push order
 		id := 0
+		clock := int64(0)
 		for _, op := range ops {
 			if op%3 == 0 {
 				if h.Len() == 0 {
@@ -50,6 +60,13 @@ func TestHeapProperty(t *testing.T) {
 				}
 			} else {
 				v := item{at: int64(op % 8), id: id} // few times: many ties
+				if rising {
+					clock += int64(op & 1)
+					v.at = clock
+					if op%16 == 5 {
+						v.at -= 3
+					}
+				}
 				id++
 				h.Push(v)
 				model = append(model, v)
@@ -115,5 +132,25 @@ func BenchmarkHeap(b *testing.B) {
 		h.Pop()
 		h.Push(item{at: at})
 		at++
+	}
+}
+
+// TestHeapNoAlloc: once grown, pushing and popping allocate nothing, in
+// the FIFO lane (times in order) and in the heap part (out of order).
+func TestHeapNoAlloc(t *testing.T) {
+	var h netem.Heap[item, *item]
+	at := int64(100)
+	for _, order := range []int64{1, -1} {
+		if n := testing.AllocsPerRun(100, func() {
+			for range 8 {
+				at += order
+				h.Push(item{at: at})
+			}
+			for h.Len() > 0 {
+				h.Pop()
+			}
+		}); n != 0 {
+			t.Errorf("step %d: %v allocs per run", order, n)
+		}
 	}
 }

@@ -19,7 +19,9 @@
 // the path draws to the packet's bytes: CE in the IP header (masked by the
 // ICRC, so it stays valid, as a switch marks); one flipped bit that the
 // ICRC covers (never BTH resv8a), so the receiver's check drops it; a copy
-// in a second buffer from the pool.
+// in a second buffer from the pool. A direction with no faults at all is a
+// perfect wire: its packets go through a ring, in the order sent, due when
+// sent, and skip the path's stages.
 //
 // Time. A pipe's clock is, in order of preference, Config.Clock (a function
 // the caller controls, e.g. the engine test's fake clock), the time last

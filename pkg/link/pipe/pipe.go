@@ -54,7 +54,7 @@ type shared struct {
 	pool    *pool.Pool // guarded by mu: both ends allocate from it
 	bufSize int
 	manual  time.Time
-	dir     [2]*netem.Path[flight] // 0: A to B, 1: B to A
+	dir     [2]direction // 0: A to B, 1: B to A
 	ends    [2]*Link
 }
 
@@ -92,6 +92,10 @@ func New(cfg Config) (a, b *Link) {
 	}
 	s := &shared{cfg: cfg}
 	for i, f := range []netem.Faults{cfg.AtoB, cfg.BtoA} {
+		if f == (netem.Faults{}) {
+			s.dir[i] = new(perfect)
+			continue
+		}
 		s.dir[i] = netem.NewPath[flight](f, rand.New(rand.NewPCG(cfg.Seed, uint64(i)+0x9e3779b97f4a7c15)))
 	}
 	// Room for headroom, the largest datagram's payload and rounding.
