@@ -135,7 +135,11 @@ func (e *Engine) CreateQP(cfg QPConfig) (*QP, error) {
 	if cfg.MaxRecvSGE <= 0 {
 		cfg.MaxRecvSGE = 1
 	}
-	q := &QP{e: e, cfg: cfg}
+	b := new(qpBlock)
+	q := &b.qp
+	*q = QP{e: e, cfg: cfg, cc: &b.cc, lat: new(hist.Histogram)}
+	q.cc.timer = timer{idx: -1, qp: q, kind: timerCC}
+	q.cc.pace = timer{idx: -1, qp: q, kind: timerPace}
 	if err := e.ccInit(q, cfg.CC); err != nil {
 		return nil, fmt.Errorf("create QP: %w", err)
 	}

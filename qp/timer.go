@@ -15,8 +15,8 @@ const (
 // or -1, so arming, moving and stopping are O(log n) with no allocation.
 type timer struct {
 	when time.Time
-	idx  int
 	qp   *QP
+	idx  int32
 	kind timerKind
 }
 
@@ -27,8 +27,8 @@ func (h timerHeap) less(i, j int) bool { return h[i].when.Before(h[j].when) }
 
 func (h timerHeap) swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
-	h[i].idx = i
-	h[j].idx = j
+	h[i].idx = int32(i)
+	h[j].idx = int32(j)
 }
 
 func (h timerHeap) up(i int) {
@@ -64,17 +64,17 @@ func (h timerHeap) down(i int) {
 func (h *timerHeap) set(t *timer, when time.Time) {
 	t.when = when
 	if t.idx >= 0 {
-		(*h).up(t.idx)
-		(*h).down(t.idx)
+		(*h).up(int(t.idx))
+		(*h).down(int(t.idx))
 		return
 	}
-	t.idx = len(*h)
+	t.idx = int32(len(*h))
 	*h = append(*h, t)
-	(*h).up(t.idx)
+	(*h).up(int(t.idx))
 }
 
 func (h *timerHeap) remove(t *timer) {
-	i := t.idx
+	i := int(t.idx)
 	if i < 0 {
 		return
 	}
