@@ -42,7 +42,7 @@ const respHeaderEstimate = bth.BTHLen + bth.AETHLen + bth.ICRCLen + ipUDPLen
 
 // ccState is one QP's congestion control: the algorithm, the pacer that
 // holds the requester to the algorithm's rate, and two timers in the
-// engine's heap, so a QP costs the same whatever the number of QPs.
+// engine's timer wheel, so a QP costs the same whatever the number of QPs.
 type ccState struct {
 	// The fields every packet touches come first, in one line: the
 	// algorithm, what the pacer and the ECN marking need, the RTT.

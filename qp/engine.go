@@ -51,7 +51,7 @@ type Engine struct {
 	MRs     MRTable
 	qps     []*QP
 	freeQPN []uint32
-	timers  timerHeap
+	timers  timerWheel
 	ready   []*QP
 	txq     []*link.Packet
 	one     [1]*link.Packet
@@ -256,10 +256,7 @@ func (e *Engine) QP(qpn uint32) *QP {
 // NextDeadline returns the earliest armed timer, if any: when Process next
 // has something to do without new packets.
 func (e *Engine) NextDeadline() (time.Time, bool) {
-	if len(e.timers) == 0 {
-		return time.Time{}, false
-	}
-	return e.timers[0].when, true
+	return e.timers.next()
 }
 
 // Busy reports whether some QP has packets it could send now.
@@ -344,19 +341,14 @@ func (e *Engine) receiveOne(lp *link.Packet) {
 // sends what was built.
 func (e *Engine) Process(now time.Time) {
 	e.now = now
-	for len(e.timers) > 0 && !e.timers[0].when.After(now) {
-		t := e.timers[0]
-		e.timers.remove(t)
-		switch t.kind {
-		case timerRetrans:
-			e.retransTimeout(t.qp)
-		case timerRNR:
-			t.qp.req.waitRNR = false
-			e.schedule(t.qp)
-		case timerCC:
-			e.ccTimer(t.qp)
-		case timerPace:
-			e.schedule(t.qp)
+	// A timer fired may re-arm one for now: look again until none is due.
+	for due := e.timers.expire(now); len(due) > 0; due = e.timers.expire(now) {
+		for _, t := range due {
+			if t.idx != idxFiring {
+				continue // stopped or moved by a timer fired before it
+			}
+			t.idx = idxStopped
+			e.fire(t)
 		}
 	}
 	n := len(e.ready)
@@ -372,6 +364,21 @@ func (e *Engine) Process(now time.Time) {
 	clear(e.ready[m:])
 	e.ready = e.ready[:m]
 	e.sendBatch()
+}
+
+// fire runs a timer that is due.
+func (e *Engine) fire(t *timer) {
+	switch t.kind {
+	case timerRetrans:
+		e.retransTimeout(t.qp)
+	case timerRNR:
+		t.qp.req.waitRNR = false
+		e.schedule(t.qp)
+	case timerCC:
+		e.ccTimer(t.qp)
+	case timerPace:
+		e.schedule(t.qp)
+	}
 }
 
 // schedule puts a QP on the ready list, so the next Process runs its
