@@ -132,9 +132,8 @@ type QP struct {
 	// The fields come in the order the data path touches them: with
 	// thousands of QPs a QP's lines are cold when its turn comes, so every
 	// line a packet touches costs a cache miss (BenchmarkManyQPs). First
-	// what both sides read for every packet (four lines), then the
-	// requester's and the responder's own, then what a packet never
-	// touches.
+	// what both sides read for every packet, then the requester's and the
+	// responder's own, then what a packet never touches.
 	e      *Engine
 	cc     *ccState
 	qpn    uint32

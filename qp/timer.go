@@ -70,8 +70,15 @@ type timerWheel struct {
 	used  []uint64    // a bit per slot with live entries
 	base  time.Time
 	cur   int64 // the first tick not yet passed by a turn
-	n     int
-	due   []*timer
+	// tickEnd is where the tick cur ends; early is at most every armed
+	// timer's deadline; wake is the earlier of the two (of tickEnd when
+	// no timer is armed). A turn before wake looks at nothing: the common
+	// turn costs one time comparison, as the heap's did.
+	tickEnd time.Time
+	early   time.Time
+	wake    time.Time
+	n       int
+	due     []*timer
 	// min caches the earliest timer for NextDeadline, or nil when it
 	// must be looked for.
 	min *timer
@@ -104,6 +111,12 @@ func (w *timerWheel) set(t *timer, when time.Time) {
 		w.used[s>>6] |= 1 << (s & 63)
 	} else {
 		sl.min = min(sl.min, ns)
+	}
+	if w.n == 0 || when.Before(w.early) {
+		w.early = when
+	}
+	if when.Before(w.wake) {
+		w.wake = when
 	}
 	t.idx, t.pos = s, int32(len(sl.e))
 	sl.e = append(sl.e, timerEntry{t: t, when: ns})
@@ -170,16 +183,22 @@ func (w *timerWheel) compact(sl *timerSlot) {
 // marked (a timer fired before may stop or re-arm another).
 func (w *timerWheel) expire(now time.Time) []*timer {
 	w.due = w.due[:0]
-	if w.slots == nil {
+	if w.slots == nil || now.Before(w.wake) {
+		return w.due
+	}
+	if w.n == 0 || now.Before(w.early) {
+		// Nothing is due: the current tick may move on without a look.
+		w.cur = max(w.ns(now)>>tickShift, w.cur)
+		w.tickEnd = w.base.Add(time.Duration((w.cur + 1) << tickShift))
+		w.wake = w.tickEnd
+		if w.n > 0 && w.early.Before(w.wake) {
+			w.wake = w.early
+		}
 		return w.due
 	}
 	nowNS := w.ns(now)
 	// If the clock went back, only the current slot is looked at.
 	end := max(nowNS>>tickShift, w.cur)
-	if w.n == 0 {
-		w.cur = end
-		return w.due
-	}
 	for k := max(w.cur, end-wheelSlots+1); k <= end; k++ {
 		s := int32(k & (wheelSlots - 1))
 		if w.used[s>>6]&(1<<(s&63)) == 0 {
@@ -217,6 +236,14 @@ func (w *timerWheel) expire(now time.Time) []*timer {
 		}
 	}
 	w.cur = end
+	// What is left is of a later tick, or of this one and in its slot.
+	next := int64((end + 1) << tickShift)
+	w.tickEnd = w.base.Add(time.Duration(next))
+	if sl := &w.slots[end&(wheelSlots-1)]; sl.live > 0 {
+		next = min(next, sl.min)
+	}
+	w.early = w.base.Add(time.Duration(next))
+	w.wake = w.early
 	if len(w.due) > 1 {
 		slices.SortStableFunc(w.due, func(a, b *timer) int { return a.when.Compare(b.when) })
 	}
