@@ -149,15 +149,15 @@ type QP struct {
 	sq       sendQueue
 	req      requester
 	comp     completer
-	retrans  timer
-	resp     responder
-	rq       recvQueue
-	srq      *SRQ
-	srqWQE   recvWQE // the WQE taken from the SRQ, in progress
-	rnr      timer
 	// lat is the completion latency of signaled send WRs: 8 KiB, touched
 	// once per completion, kept out of the lines touched per packet.
-	lat *hist.Histogram
+	lat     *hist.Histogram
+	retrans timer
+	resp    responder
+	rq      recvQueue
+	srq     *SRQ
+	srqWQE  recvWQE // the WQE taken from the SRQ, in progress
+	rnr     timer
 }
 
 // QPN returns the QP number.
