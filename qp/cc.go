@@ -60,14 +60,15 @@ type ccState struct {
 	srtt time.Duration
 	// ackReqAt is when the requester last asked for an ACK; zero before.
 	ackReqAt time.Time
+	// epoch is the time sent counts from: the first send, less 1 ns, so
+	// a sample is never 0. It shares the second line with timer, which
+	// every event looks at (ccSync).
+	epoch time.Time
 	// timer is the algorithm's (NextTimer); pace wakes the requester
 	// when the pacer will have tokens.
 	timer timer
 	pace  timer
 	pacer cc.Pacer
-	// epoch is the time sent counts from: the first send, less 1 ns, so
-	// a sample is never 0.
-	epoch time.Time
 	cfg   cc.Config // as selected, for a QP reset
 	// sent holds the send time of the packet whose PSN is the slot, in
 	// nanoseconds since epoch, for RTT samples; 0 for a retransmitted
