@@ -42,13 +42,12 @@ const respHeaderEstimate = bth.BTHLen + bth.AETHLen + bth.ICRCLen + ipUDPLen
 
 // ccState is one QP's congestion control: the algorithm, the pacer that
 // holds the requester to the algorithm's rate, and two timers in the
-// engine's heap, so a QP costs the same whatever the number of QPs.
+// engine's timer wheel, so a QP costs the same whatever the number of QPs.
 type ccState struct {
-	alg   cc.Algorithm
-	kind  cc.Kind
-	cfg   cc.Config // as selected, for a QP reset
-	pacer cc.Pacer
-	rate  cc.Rate
+	// The fields every packet touches come first, in one line: the
+	// algorithm, what the pacer and the ECN marking need, the RTT.
+	alg  cc.Algorithm
+	rate cc.Rate
 	// paced: the requester waits on the pacer (every algorithm but none,
 	// which never slows down).
 	paced bool
@@ -59,20 +58,36 @@ type ccState struct {
 	// ect: data packets carry ECT(0), so a congestion point marks rather
 	// than drops them (DCQCN §3; ConnectX sets ECT on RoCE when ECN is on
 	// for the priority).
-	ect bool
-	// timer is the algorithm's (NextTimer); pace wakes the requester
-	// when the pacer will have tokens.
-	timer timer
-	pace  timer
-	// sent holds the send time of the packet whose PSN is the slot, for
-	// RTT samples; zero for a retransmitted packet (Karn's rule). A
-	// sample is a time.Time Sub, which takes the monotonic readings of
-	// the caller's clock, so a step of the wall clock cannot bend it.
-	sent [maxUnackedPSNs]time.Time
+	ect  bool
+	kind cc.Kind
 	// srtt is the smoothed RTT (RFC 6298's 1/8 gain), 0 before a sample.
 	srtt time.Duration
 	// ackReqAt is when the requester last asked for an ACK; zero before.
 	ackReqAt time.Time
+	// epoch is the time sent counts from: the first send, less 1 ns, so
+	// a sample is never 0. It shares the second line with timer, which
+	// every event looks at (ccSync).
+	epoch time.Time
+	// timer is the algorithm's (NextTimer); pace wakes the requester
+	// when the pacer will have tokens.
+	timer timer
+	pace  timer
+	pacer cc.Pacer
+	cfg   cc.Config // as selected, for a QP reset
+	// sent holds the send time of the packet whose PSN is the slot, in
+	// nanoseconds since epoch, for RTT samples; 0 for a retransmitted
+	// packet (Karn's rule). Eight bytes a slot rather than a time.Time's
+	// 24 keep the ring at 1 KiB a QP. A sample is a time.Time Sub, which
+	// takes the monotonic readings of the caller's clock, so a step of
+	// the wall clock cannot bend it.
+	sent [maxUnackedPSNs]int64
+}
+
+// qpBlock is what CreateQP allocates: a QP and its congestion control in
+// one object, so the lines a packet touches of both share pages.
+type qpBlock struct {
+	qp QP
+	cc ccState
 }
 
 // ccInit gives q a fresh algorithm from cfg (the engine's default when
@@ -90,11 +105,6 @@ func (e *Engine) ccInit(q *QP, cfg *cc.Config) error {
 	if err != nil {
 		return err
 	}
-	if q.cc == nil {
-		q.cc = new(ccState)
-		q.cc.timer = timer{idx: -1, qp: q, kind: timerCC}
-		q.cc.pace = timer{idx: -1, qp: q, kind: timerPace}
-	}
 	s := q.cc
 	e.stopTimer(&s.timer)
 	e.stopTimer(&s.pace)
@@ -109,6 +119,7 @@ func (e *Engine) ccInit(q *QP, cfg *cc.Config) error {
 	s.rate = alg.Rate()
 	s.pacer = cc.NewPacer(s.rate, burst)
 	clear(s.sent[:])
+	s.epoch = time.Time{}
 	s.srtt = 0
 	return nil
 }
@@ -248,9 +259,13 @@ func (e *Engine) ccSent(q *QP, wire int, last bth.PSN, retransmit bool) {
 	if s.paced {
 		s.pacer.Take(e.now, wire)
 	}
-	t := e.now
-	if retransmit {
-		t = time.Time{}
+	var t int64
+	if !retransmit {
+		if s.epoch.IsZero() {
+			s.epoch = e.now.Add(-1)
+		}
+		// 0, no sample, only if the clock went back before the epoch.
+		t = max(int64(e.now.Sub(s.epoch)), 0)
 	}
 	s.sent[uint32(last)&(maxUnackedPSNs-1)] = t
 	if s.inert {
@@ -268,8 +283,8 @@ func (e *Engine) ccAck(q *QP, from, to bth.PSN) {
 	}
 	s := q.cc
 	var rtt time.Duration
-	if t := s.sent[uint32(to.Add(-1))&(maxUnackedPSNs-1)]; !t.IsZero() {
-		rtt = max(e.now.Sub(t), 0)
+	if t := s.sent[uint32(to.Add(-1))&(maxUnackedPSNs-1)]; t != 0 {
+		rtt = max(e.now.Sub(s.epoch)-time.Duration(t), 0)
 	}
 	if rtt > 0 {
 		if s.srtt == 0 {

@@ -113,7 +113,7 @@ func TestCNPReaction(t *testing.T) {
 	if c.QP.cc.pacer.Rate() != s.Rate {
 		t.Fatalf("pacer at %v, algorithm at %v", c.QP.cc.pacer.Rate(), s.Rate)
 	}
-	// The rate increase timer is armed in the engine's heap and raises
+	// The rate increase timer is armed in the engine's wheel and raises
 	// the rate again when it fires.
 	when, ok := c.E.NextDeadline()
 	if !ok {
@@ -418,7 +418,7 @@ func TestPacing(t *testing.T) {
 }
 
 // BenchmarkCCManyQPs: BenchmarkManyQPs with DCQCN and pacing on every QP
-// and each QP's timers in the engine's heap: the cost per message should
+// and each QP's timers in the engine's wheel: the cost per message should
 // stay flat from 10 to 10 000 QPs, with no allocation.
 func BenchmarkCCManyQPs(b *testing.B) {
 	benchManyQPs(b, func(p *pair) {

@@ -23,14 +23,15 @@
 //
 // One Engine owns every QP of a device and is not safe for concurrent use:
 // one goroutine (or one lock) drives it. Timers (retransmit, RNR) sit in a
-// heap keyed by deadline, so the cost per QP does not grow with the number of
-// QPs; QPs with work to do wait on a ready list.
+// hashed timing wheel (timer.go), so arming, moving and stopping one costs
+// the same whatever the number of QPs; QPs with work to do wait on a ready
+// list.
 //
 // Congestion control (cc.go) sits beside the three: every QP has a
 // cc.Algorithm (QPConfig.CC, else Engine.CC; "none" by default) and a
 // cc.Pacer. The requester asks the pacer before each packet, first
 // transmissions and retransmissions alike, and waits on a timer in the same
-// heap when it must; so do READ responses and their replays, which the QP's
+// wheel when it must; so do READ responses and their replays, which the QP's
 // rate limits as ConnectX's does (readresp.go: responses queue in PSN order
 // and ACKs wait behind them, so a paced response holds up neither the
 // engine nor the QP's later requests); data of a QP with congestion control

@@ -53,7 +53,7 @@ type Engine struct {
 	MRs     MRTable
 	qps     []*QP
 	freeQPN []uint32
-	timers  timerHeap
+	timers  timerWheel
 	ready   []*QP
 	acks    []*QP // QPs with a coalesced ACK due at the burst's end
 	txq     []*link.Packet
@@ -147,7 +147,11 @@ func (e *Engine) CreateQP(cfg QPConfig) (*QP, error) {
 	if cfg.MaxRecvSGE <= 0 {
 		cfg.MaxRecvSGE = 1
 	}
-	q := &QP{e: e, cfg: cfg}
+	b := new(qpBlock)
+	q := &b.qp
+	*q = QP{e: e, cfg: cfg, cc: &b.cc, lat: new(hist.Histogram)}
+	q.cc.timer = timer{idx: -1, qp: q, kind: timerCC}
+	q.cc.pace = timer{idx: -1, qp: q, kind: timerPace}
 	if err := e.ccInit(q, cfg.CC); err != nil {
 		return nil, fmt.Errorf("create QP: %w", err)
 	}
@@ -264,10 +268,7 @@ func (e *Engine) QP(qpn uint32) *QP {
 // NextDeadline returns the earliest armed timer, if any: when Process next
 // has something to do without new packets.
 func (e *Engine) NextDeadline() (time.Time, bool) {
-	if len(e.timers) == 0 {
-		return time.Time{}, false
-	}
-	return e.timers[0].when, true
+	return e.timers.next()
 }
 
 // Busy reports whether some QP has packets it could send now.
@@ -363,19 +364,14 @@ func (e *Engine) receiveOne(lp *link.Packet) {
 // sends what was built.
 func (e *Engine) Process(now time.Time) {
 	e.now = now
-	for len(e.timers) > 0 && !e.timers[0].when.After(now) {
-		t := e.timers[0]
-		e.timers.remove(t)
-		switch t.kind {
-		case timerRetrans:
-			e.retransTimeout(t.qp)
-		case timerRNR:
-			t.qp.req.waitRNR = false
-			e.schedule(t.qp)
-		case timerCC:
-			e.ccTimer(t.qp)
-		case timerPace:
-			e.schedule(t.qp)
+	// A timer fired may re-arm one for now: look again until none is due.
+	for due := e.timers.expire(now); len(due) > 0; due = e.timers.expire(now) {
+		for _, t := range due {
+			if t.idx != idxFiring {
+				continue // stopped or moved by a timer fired before it
+			}
+			t.idx = idxStopped
+			e.fire(t)
 		}
 	}
 	n := len(e.ready)
@@ -392,6 +388,21 @@ func (e *Engine) Process(now time.Time) {
 	e.ready = e.ready[:m]
 	e.sendBatch()
 	e.endTurn()
+}
+
+// fire runs a timer that is due.
+func (e *Engine) fire(t *timer) {
+	switch t.kind {
+	case timerRetrans:
+		e.retransTimeout(t.qp)
+	case timerRNR:
+		t.qp.req.waitRNR = false
+		e.schedule(t.qp)
+	case timerCC:
+		e.ccTimer(t.qp)
+	case timerPace:
+		e.schedule(t.qp)
+	}
 }
 
 // schedule puts a QP on the ready list, so the next Process runs its

@@ -10,7 +10,7 @@ import "github.com/uroce/uroce/bth"
 // engine or the QP's later requests, so:
 //
 //   - the response in progress is r.rdRes, from r.rdPSN on; the pacer's
-//     timer in the engine's heap wakes the QP when tokens are there, and
+//     timer in the engine's wheel wakes the QP when tokens are there, and
 //     sendResponses carries on from where it stopped;
 //   - READ and atomic requests that arrive meanwhile are executed at once
 //     and their resources marked owed: their responses follow in the

@@ -283,7 +283,7 @@ func TestCCReadFlowsConverge(t *testing.T) {
 
 // BenchmarkPacedRead: 64 KiB READs whose responses the responder's DCQCN
 // pacer spreads at 1 Gb/s from an 8 KiB bucket, so every response waits on
-// the timer heap several times: the paced path allocates nothing.
+// the timer wheel several times: the paced path allocates nothing.
 func BenchmarkPacedRead(b *testing.B) {
 	const size = 64 << 10
 	p := newPair(b, pairConfig{mtu: 4096, retry: 7, rnrRetry: 7, mem: 1 << 17})

@@ -8,6 +8,10 @@ import (
 
 // responder is the receive side's state (rxe's qp->resp).
 type responder struct {
+	// rdRes first: Process reads it for every QP it runs, requester or
+	// not, so it shares the requester's last line (see QP).
+	// The READ or atomic response being sent (readresp.go).
+	rdRes  *resource
 	psn    bth.PSN // next request PSN expected (ePSN)
 	ackPSN bth.PSN // one past the last SEND/WRITE packet executed
 	msn    uint32  // messages completed (IBA 9.7.7.1)
@@ -28,8 +32,6 @@ type responder struct {
 	// recycled oldest first, to answer duplicates (IBA 9.7.5.1.3).
 	res     []resource
 	resNext int
-	// The READ or atomic response being sent (readresp.go).
-	rdRes   *resource
 	rdPSN   bth.PSN
 	rdVA    uint64
 	rdN     uint32
