@@ -25,6 +25,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/uroce/uroce/internal/stats"
 )
 
 // A ratio is one goal: the median of num's metric over the median of den's.
@@ -99,16 +101,6 @@ func (r results) add(name, unit string, v float64) {
 	m[unit] = append(m[unit], v)
 }
 
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}
-
 func (r results) get(m metric) []float64 { return r[m.bench][m.unit] }
 
 func main() {
@@ -135,7 +127,7 @@ func main() {
 				continue
 			}
 			v := res[name][u]
-			fmt.Printf("%-32s %-14s %4d %10.4g %10.4g %10.4g\n", name, u, len(v), median(v), slices.Min(v), slices.Max(v))
+			fmt.Printf("%-32s %-14s %4d %10.4g %10.4g %10.4g\n", name, u, len(v), stats.Median(v), slices.Min(v), slices.Max(v))
 		}
 	}
 	fmt.Println()
@@ -144,15 +136,15 @@ func main() {
 		if len(n) == 0 || len(d) == 0 {
 			continue
 		}
-		x := median(n) / median(d)
+		x := stats.Median(n) / stats.Median(d)
 		var per []float64
 		for _, rr := range rounds {
 			if n, d := rr.get(r.num), rr.get(r.den); len(n) > 0 && len(d) > 0 {
-				per = append(per, median(n)/median(d))
+				per = append(per, stats.Median(n)/stats.Median(d))
 			}
 		}
 		if len(per) > 1 {
-			x = median(per)
+			x = stats.Median(per)
 		}
 		verdict := "met"
 		if x > r.goal {

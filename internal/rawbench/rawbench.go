@@ -3,11 +3,11 @@ package rawbench
 import (
 	"errors"
 	"io"
-	"math"
 	"slices"
 	"time"
 
 	"github.com/uroce/uroce/bth"
+	"github.com/uroce/uroce/internal/stats"
 )
 
 // Config says what to measure; a zero Iters skips the ping-pong and a zero
@@ -81,18 +81,7 @@ func Ratios(floor, meas []Result) (rtt, tp float64) {
 			ts = append(ts, meas[i].PPS/floor[i].PPS)
 		}
 	}
-	return median(rs), median(ts)
-}
-
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return math.NaN()
-	}
-	slices.Sort(v)
-	if len(v)%2 == 0 {
-		return (v[len(v)/2-1] + v[len(v)/2]) / 2
-	}
-	return v[len(v)/2]
+	return stats.Median(rs), stats.Median(ts)
 }
 
 // Percentiles sorts rtt and returns its min, median and 99th percentile.

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/uroce/uroce/internal/stats"
 	"github.com/uroce/uroce/tests/interop/lab"
 )
 
@@ -136,7 +136,7 @@ func TestLabBench(t *testing.T) {
 	b.WriteString("| test | size | iterations | rxe↔rxe | uroce↔uroce | uroce÷rxe | better |\n")
 	b.WriteString("|---|---|---|---|---|---|---|\n")
 	for i, c := range benchCells {
-		x, u := median(rxe[i]), median(uroce[i])
+		x, u := stats.Median(rxe[i]), stats.Median(uroce[i])
 		better := "higher"
 		if c.lower {
 			better = "lower"
@@ -191,15 +191,4 @@ func (c benchCell) run(t *testing.T, srv, cli *lab.Guest, onRxe bool) float64 {
 	}
 	t.Logf("%s %s %d B: %s %g (%.1fs)\n%s\n%s", stack, c.test, c.size, c.column, v, took.Seconds(), client.Stdout, moved)
 	return v
-}
-
-// median of xs (the mean of the middle two for an even count).
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
