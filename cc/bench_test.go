@@ -130,3 +130,25 @@ func BenchmarkPacer10kQPs(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkHPCCOnINT(b *testing.B) {
+	h, _ := cc.NewHPCC(cc.PaperHPCC(), cc.FirmwareNP(), 100*cc.Gbps)
+	var a cc.INTAlgorithm = h // as an engine holds it
+	path := cc.INTPath{N: 3}
+	now := t0
+	i := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		now = now.Add(100 * time.Nanosecond)
+		i++
+		for j := range path.N {
+			hop := &path.Hops[j]
+			hop.Rate = 100 * cc.Gbps
+			hop.TS += 100
+			hop.TxBytes += 1250
+			hop.QLen = uint32(i % 50_000)
+		}
+		a.OnINT(now, 1024, 9*us, &path)
+		_ = a.Rate()
+	}
+}

@@ -14,6 +14,10 @@ var (
 	ErrUnknownKind = errors.New("unknown congestion control algorithm")
 	// ErrBadParams means a parameter is out of its range.
 	ErrBadParams = errors.New("bad congestion control parameters")
+	// ErrNoINT means the algorithm needs in-band network telemetry (HPCC)
+	// and the QP's path delivers none: RoCEv2 has no INT field, rxe and
+	// ConnectX carry none, and uroce has no INT-capable switch to read.
+	ErrNoINT = errors.New("congestion control needs in-band network telemetry, which this path does not carry")
 )
 
 // Algorithm is the congestion control of one QP, shaped like quic-go's
@@ -62,10 +66,11 @@ const (
 	KindDCQCN
 	KindTIMELY
 	KindSwift
+	KindHPCC
 	numKinds
 )
 
-var kindNames = [numKinds]string{"none", "dcqcn", "timely", "swift"}
+var kindNames = [numKinds]string{"none", "dcqcn", "timely", "swift", "hpcc"}
 
 func (k Kind) String() string {
 	if k < numKinds {
@@ -74,7 +79,8 @@ func (k Kind) String() string {
 	return fmt.Sprintf("Kind(%d)", uint8(k))
 }
 
-// ParseKind returns the Kind named s ("none", "dcqcn", "timely", "swift").
+// ParseKind returns the Kind named s ("none", "dcqcn", "timely", "swift",
+// "hpcc").
 // It returns an error wrapping ErrUnknownKind otherwise.
 func ParseKind(s string) (Kind, error) {
 	for i, n := range kindNames {
@@ -96,11 +102,12 @@ type Config struct {
 	DCQCN    DCQCNParams
 	TIMELY   TIMELYParams
 	Swift    SwiftParams
+	HPCC     HPCCParams
 }
 
 // DefaultConfig returns the configuration of kind at line rate with every
 // algorithm's defaults: ConnectX firmware's for DCQCN and the notification
-// point, the papers' for TIMELY and Swift.
+// point, the papers' for TIMELY, Swift and HPCC.
 func DefaultConfig(kind Kind, line Rate) Config {
 	return Config{
 		Kind:     kind,
@@ -109,13 +116,17 @@ func DefaultConfig(kind Kind, line Rate) Config {
 		DCQCN:    FirmwareDCQCN(),
 		TIMELY:   DefaultTIMELY(),
 		Swift:    DefaultSwift(),
+		HPCC:     PaperHPCC(),
 	}
 }
 
 // New returns the algorithm cfg selects. Every algorithm starts unlimited,
 // at the line rate, with no timer armed, so none needs a start time: the
 // first event brings one. It returns an error wrapping ErrUnknownKind or
-// ErrBadParams.
+// ErrBadParams, and for KindHPCC, once its parameters check, ErrNoINT:
+// New builds the algorithm of a QP whose ACKs carry no telemetry, and
+// HPCC without it would run blind at line rate. A caller with an INT
+// source (the simulator) uses NewHPCC and INTAlgorithm.OnINT.
 func New(cfg *Config) (Algorithm, error) {
 	if cfg.LineRate == 0 {
 		return nil, fmt.Errorf("new %v: zero line rate: %w", cfg.Kind, ErrBadParams)
@@ -129,6 +140,11 @@ func New(cfg *Config) (Algorithm, error) {
 		return NewTIMELY(cfg.TIMELY, cfg.NP, cfg.LineRate)
 	case KindSwift:
 		return NewSwift(cfg.Swift, cfg.NP, cfg.LineRate)
+	case KindHPCC:
+		if err := cfg.HPCC.check(cfg.LineRate); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("new hpcc: %w", ErrNoINT)
 	}
 	return nil, fmt.Errorf("new: %w", ErrUnknownKind)
 }

@@ -9,6 +9,14 @@ const (
 	NameRPCNPIgnored           = "rp_cnp_ignored"
 )
 
+// HPCC's counters have no ConnectX equivalent; their names follow the
+// same style.
+const (
+	NameHPCCINTAcks        = "hpcc_int_acks"
+	NameHPCCAcksWithoutINT = "hpcc_acks_without_int"
+	NameHPCCWindowUpdates  = "hpcc_window_updates"
+)
+
 // Counters are the congestion control events of one QP, or of a device when
 // summed with Add.
 type Counters struct {
@@ -22,6 +30,14 @@ type Counters struct {
 	// reaction point (TIMELY, Swift, None): as on ConnectX, a rising count
 	// means the peer marks ECN but this side does not react to it.
 	RPCNPIgnored uint64
+	// HPCCINTAcks counts ACKs that brought HPCC a path's telemetry.
+	HPCCINTAcks uint64
+	// HPCCAcksWithoutINT counts ACKs HPCC got with no telemetry, which
+	// it cannot act on: a rising count means the path stamps no INT.
+	HPCCAcksWithoutINT uint64
+	// HPCCWindowUpdates counts updates of HPCC's reference window Wc,
+	// about one per RTT (Algorithm 1's updateWc).
+	HPCCWindowUpdates uint64
 }
 
 // CounterDesc describes one field of Counters: its name, its ConnectX
@@ -51,6 +67,12 @@ var CounterTable = [...]CounterDesc{
 		func(c *Counters) *uint64 { return &c.RPCNPHandled }},
 	{"RPCNPIgnored", NameRPCNPIgnored, "CNPs received by QPs whose algorithm does not react to them (mlx5 rp_cnp_ignored).",
 		func(c *Counters) *uint64 { return &c.RPCNPIgnored }},
+	{"HPCCINTAcks", NameHPCCINTAcks, "ACKs that carried in-band telemetry to HPCC.",
+		func(c *Counters) *uint64 { return &c.HPCCINTAcks }},
+	{"HPCCAcksWithoutINT", NameHPCCAcksWithoutINT, "ACKs HPCC received without in-band telemetry and could not act on.",
+		func(c *Counters) *uint64 { return &c.HPCCAcksWithoutINT }},
+	{"HPCCWindowUpdates", NameHPCCWindowUpdates, "Updates of HPCC's reference window, about one per RTT.",
+		func(c *Counters) *uint64 { return &c.HPCCWindowUpdates }},
 }
 
 // Add adds o to c, for device totals.

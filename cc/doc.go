@@ -21,7 +21,10 @@
 //
 // Algorithms: DCQCN (Zhu et al., SIGCOMM 2015) with ConnectX's firmware
 // parameters (FirmwareDCQCN) or the paper's (PaperDCQCN); TIMELY (Mittal et
-// al., SIGCOMM 2015); Swift (Kumar et al., SIGCOMM 2020); and None, which
+// al., SIGCOMM 2015); Swift (Kumar et al., SIGCOMM 2020); HPCC (Li et al.,
+// SIGCOMM 2019), which needs in-band network telemetry from the switches
+// (INTPath, INTAlgorithm.OnINT) and so runs only where a path delivers it,
+// the simulator today: New refuses it with ErrNoINT; and None, which
 // never slows down, for comparison. Every algorithm also plays the DCQCN
 // notification point for its QP, because a ConnectX peer expects CNPs
 // whatever this side runs. The CNP's wire encoding is in cc/cnp.

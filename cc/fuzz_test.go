@@ -1,6 +1,7 @@
 package cc_test
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -75,5 +76,50 @@ func FuzzRatesBounded(f *testing.F) {
 				}
 			}
 		})
+	})
+}
+
+// FuzzHPCCBounded: whatever telemetry arrives (hops appearing, counters
+// and clocks jumping or going back), HPCC's rate stays in [min rate, line
+// rate], its window in [one packet, W_init], U finite and not negative.
+func FuzzHPCCBounded(f *testing.F) {
+	f.Add(uint8(40), []byte{1, 0, 10, 10, 1, 5, 200, 20, 2, 9, 9, 9, 1, 0, 0, 0})
+	f.Add(uint8(100), []byte{3, 255, 255, 1, 3, 0, 0, 0, 0, 1, 2, 3})
+	f.Fuzz(func(t *testing.T, gbps uint8, data []byte) {
+		line := cc.Rate(1+int(gbps)) * cc.Gbps
+		p := cc.PaperHPCC()
+		h, err := cc.NewHPCC(p, cc.FirmwareNP(), line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wInit := int(float64(line) / 8 * p.BaseRTT.Seconds())
+		var path cc.INTPath
+		now := t0
+		for i := 0; i+3 < len(data); i += 4 {
+			n, q, tx, dt := data[i], data[i+1], data[i+2], data[i+3]
+			now = now.Add(time.Duration(dt) * 50 * time.Nanosecond)
+			path.N = int(n % (cc.MaxINTHops + 2)) // 0 and MaxINTHops+1 are malformed
+			for j := range min(path.N, cc.MaxINTHops) {
+				hop := &path.Hops[j]
+				hop.Rate = line
+				hop.QLen = uint32(q) << (j * 3)
+				hop.TxBytes += uint64(tx) << (4 + j)
+				if dt > 250 {
+					hop.TS -= uint64(dt) // a clock going back
+				} else {
+					hop.TS += uint64(dt) * 50
+				}
+			}
+			h.OnINT(now, 1024, time.Duration(dt)*us, &path)
+			if r := h.Rate(); r < p.MinRate || r > line {
+				t.Fatalf("rate %v outside [%v, %v]", r, p.MinRate, line)
+			}
+			if w := h.Window(); w < p.MSS || w > max(wInit, p.MSS) {
+				t.Fatalf("window %d outside [%d, %d]", w, p.MSS, wInit)
+			}
+			if u := h.U(); !(u >= 0) || math.IsInf(u, 0) {
+				t.Fatalf("U %v", u)
+			}
+		}
 	})
 }
