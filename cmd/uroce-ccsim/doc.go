@@ -7,7 +7,11 @@
 // switch port drains at the link rate with a finite buffer, RED/ECN marking
 // (netem.RED) on enqueue and optional PFC pause above a threshold; the receiver
 // acknowledges every packet and runs the notification point, sending CNPs
-// back. ACKs, CNPs and pause frames return over an uncongested path.
+// back. The port stamps in-band network telemetry on each packet as it
+// starts to leave (bytes queued behind it, its transmitted bytes counter,
+// link rate, time) and the receiver echoes it in the ACK, for HPCC
+// (cc.INTAlgorithm). ACKs, CNPs and pause frames return over an
+// uncongested path.
 // Runs are deterministic for a seed.
 //
 // It ships scenarios (two flows converging, 8:1 and 16:1 incast, a flow

@@ -56,6 +56,15 @@ func Algos(p Params) []Algo {
 	// Swift's target is the fabric's base RTT plus the queueing it allows
 	// (§3.1); give it 10 µs of queue.
 	sw.Swift.BaseTarget = p.BaseRTT + 10*time.Microsecond
+	// HPCC's T is the fabric's base RTT with a packet's serialisation at
+	// the NIC and at the port: this network's unloaded RTT (§3.3 sizes
+	// W_init = B·T from it).
+	hp := cc.DefaultConfig(cc.KindHPCC, p.LinkRate)
+	hp.HPCC.BaseRTT = p.BaseRTT + 2*p.LinkRate.TxTime(p.MTU)
+	hp.HPCC.MSS = p.MTU
+	hpNS3 := hp
+	hpNS3.HPCC = cc.NS3HPCC()
+	hpNS3.HPCC.BaseRTT, hpNS3.HPCC.MSS = hp.HPCC.BaseRTT, hp.HPCC.MSS
 	none := cc.DefaultConfig(cc.KindNone, p.LinkRate)
 	return []Algo{
 		{"dcqcn", fw},
@@ -64,6 +73,8 @@ func Algos(p Params) []Algo {
 		{"dcqcn-paper", paper},
 		{"timely", tm},
 		{"swift", sw},
+		{"hpcc", hp},
+		{"hpcc-ns3", hpNS3},
 		{"none", none},
 	}
 }

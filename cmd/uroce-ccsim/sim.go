@@ -73,6 +73,9 @@ type packet struct {
 	size int32
 	ce   bool
 	flag bool // evPause: pause (true) or resume
+	// tel is the switch port's in-band telemetry, stamped as the packet
+	// leaves it and echoed in its ACK (HPCC §3.1).
+	tel cc.INTHop
 }
 
 // Compare orders events by time (netem.Timed); netem.Heap breaks ties by
@@ -114,7 +117,10 @@ type Sim struct {
 	queue     int // bytes waiting or being serialised
 	busy      bool
 	pauseSent bool
-	paused    bool // as the senders see it
+	paused    bool   // as the senders see it
+	txBytes   uint64 // the port's transmitted bytes counter, for INT
+
+	path cc.INTPath // an ACK's telemetry, handed to INTAlgorithm.OnINT
 
 	rec Record
 }
@@ -167,6 +173,16 @@ func NewSim(p Params, cfg cc.Config, flows []FlowSpec) *Sim {
 
 func (s *Sim) schedule(e event) { s.q.Push(e) }
 
+// newAlgorithm builds cfg's algorithm. HPCC is built directly: cc.New
+// refuses it (cc.ErrNoINT) because a real QP's path carries no INT, and
+// this switch stamps it.
+func newAlgorithm(cfg cc.Config) (cc.Algorithm, error) {
+	if cfg.Kind == cc.KindHPCC {
+		return cc.NewHPCC(cfg.HPCC, cfg.NP, cfg.LineRate)
+	}
+	return cc.New(&cfg)
+}
+
 func (s *Sim) t(ns int64) time.Time { return s.epoch.Add(time.Duration(ns)) }
 
 // oneWay is the propagation delay of one hop (sender→switch,
@@ -203,12 +219,11 @@ func (s *Sim) handle(e event) {
 	now := s.t(e.at)
 	switch e.kind {
 	case evStart:
-		cfg := s.cfg
 		var err error
-		if f.alg, err = cc.New(&cfg); err != nil {
+		if f.alg, err = newAlgorithm(s.cfg); err != nil {
 			panic(err)
 		}
-		if f.np, err = cc.New(&cfg); err != nil {
+		if f.np, err = newAlgorithm(s.cfg); err != nil {
 			panic(err)
 		}
 		f.active = true
@@ -244,7 +259,14 @@ func (s *Sim) handle(e event) {
 		s.schedule(event{at: back, kind: evAck, flow: e.flow, pkt: e.pkt})
 	case evAck:
 		f.inflight -= int(e.pkt.size)
-		f.alg.OnAck(now, int(e.pkt.size), time.Duration(e.at-e.pkt.sent))
+		rtt := time.Duration(e.at - e.pkt.sent)
+		if ia, ok := f.alg.(cc.INTAlgorithm); ok {
+			// The receiver echoed the one hop's stamp in the ACK.
+			s.path.N, s.path.Hops[0] = 1, e.pkt.tel
+			ia.OnINT(now, int(e.pkt.size), rtt, &s.path)
+		} else {
+			f.alg.OnAck(now, int(e.pkt.size), rtt)
+		}
 		s.synced(e.flow, true)
 	case evCNP:
 		f.alg.OnCNP(now)
@@ -349,9 +371,16 @@ func (s *Sim) enqueue(i int32, p packet) {
 	}
 }
 
+// startTx starts serialising the head packet and stamps its INT as an
+// INT switch does at egress (the HPCC authors' ns-3 switch stamps on
+// dequeue): the bytes still queued behind it, the port's byte counter
+// with this packet, the link rate and the time.
 func (s *Sim) startTx() {
 	s.busy = true
-	s.schedule(event{at: s.now + s.tx(int(s.fifo[0].pkt.size)), kind: evPortDone})
+	h := &s.fifo[0].pkt
+	s.txBytes += uint64(h.size)
+	h.tel = cc.INTHop{QLen: uint32(s.queue - int(h.size)), TxBytes: s.txBytes, Rate: s.p.LinkRate, TS: uint64(s.now)}
+	s.schedule(event{at: s.now + s.tx(int(h.size)), kind: evPortDone})
 }
 
 func (s *Sim) dequeue() {
