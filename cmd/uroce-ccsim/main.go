@@ -155,7 +155,7 @@ W_AI/W per RTT, 0.3 % at 8 flows, while each flow's reference window, updated at
 takes in the few packets of queue it sees then; each flow's 1 ms throughput wanders by up to
 40 % (incast8) and 50 % (incast16) around its share while the means stay fair (Jain 0.99), and a
 flow joining two (joinleave) is still 40 % off after 30 ms (Jain 0.96). With ten times the
-increase (AIFlows 12) every phase converges, incast16 with up to 8 KB of queue and 91.5 % use.
+increase (AIFlows 12) every phase converges, incast16 with a queue p99 of 8 KB and 91.5 % use.
 `
 
 func writeCSV(name string, r *Record) error {
