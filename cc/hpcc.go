@@ -211,9 +211,9 @@ func (h *HPCC) measureInflight(path *INTPath) bool {
 		}
 		b := float64(cur.Rate) / 8 // bytes per second
 		tx := float64(cur.TxBytes-prev.TxBytes) / (dt * 1e-9)
-		// The smaller of the two queues: a queue that just began to
-		// drain is not counted twice (§3.3, "not over-react to a queue
-		// that is being drained").
+		// The smaller of the two queues: a queue that is draining
+		// already is not reacted to again (§3.3; ns-3 rdma-hw.cc takes
+		// the same min).
 		q := float64(min(cur.QLen, prev.QLen))
 		if v := q/(b*h.t) + tx/b; !ok || v > u {
 			u, tau, ok = v, dt*1e-9, true
@@ -231,8 +231,9 @@ func (h *HPCC) measureInflight(path *INTPath) bool {
 // multiplicative step to η when the link is over it (or after MaxStage
 // additive steps below it), else an additive one; the reference window
 // Wc and incStage move only when updateWc is set, once per RTT, so that
-// the per-ACK reactions in between all start from the same Wc (§3.2,
-// "react per ACK without over-reacting").
+// the per-ACK reactions in between all start from the same Wc and a
+// queue seen by many ACKs of one RTT is not cut for again and again
+// (§3.2).
 func (h *HPCC) computeWind(updateWc bool) {
 	var w float64
 	mi := h.u >= h.p.Eta || h.stage >= h.p.MaxStage
