@@ -12,7 +12,8 @@ import (
 // created from now on whose QPInit names none. A device starts with "none"
 // (no pacing, no ECN-capable data) at qp.DefaultLineRate, and answers
 // CE-marked packets with CNPs whatever it runs, as a ConnectX peer expects.
-// It returns an error wrapping cc.ErrUnknownKind or cc.ErrBadParams.
+// It returns an error wrapping cc.ErrUnknownKind or cc.ErrBadParams, or
+// cc.ErrNoINT for HPCC, which needs in-band telemetry no link here carries.
 func (d *Device) SetCC(cfg cc.Config) error {
 	if cfg.LineRate == 0 {
 		cfg.LineRate = qp.DefaultLineRate
@@ -24,8 +25,8 @@ func (d *Device) SetCC(cfg cc.Config) error {
 }
 
 // SetCC replaces the QP's congestion control (nil: the device default),
-// starting afresh. It returns an error wrapping cc.ErrUnknownKind or
-// cc.ErrBadParams.
+// starting afresh. It returns an error wrapping cc.ErrUnknownKind,
+// cc.ErrBadParams or cc.ErrNoINT (HPCC: no in-band telemetry).
 func (q *QueuePair) SetCC(cfg *cc.Config) error {
 	d := q.pd.d
 	return d.withEngine(func() error { return q.q.SetCC(cfg) })

@@ -2,6 +2,7 @@ package verbs_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -18,8 +19,11 @@ func TestCC(t *testing.T) {
 	la, lb := pipe.New(pipe.Config{Seed: 1, AtoB: netem.Faults{Rate: 10e6, ECN: &netem.RED{Kmin: 0, Kmax: 0}}})
 	da, db := verbs.Open(la), verbs.Open(lb)
 	t.Cleanup(func() { da.Close(); db.Close() })
-	if err := da.SetCC(cc.Config{Kind: 99}); err == nil {
-		t.Fatal("SetCC accepted an unknown kind")
+	if err := da.SetCC(cc.Config{Kind: 99}); !errors.Is(err, cc.ErrUnknownKind) {
+		t.Fatalf("SetCC of an unknown kind: %v, want cc.ErrUnknownKind", err)
+	}
+	if err := da.SetCC(cc.DefaultConfig(cc.KindHPCC, cc.Gbps)); !errors.Is(err, cc.ErrNoINT) {
+		t.Fatalf("SetCC(HPCC): %v, want cc.ErrNoINT", err)
 	}
 	if err := da.SetCC(cc.DefaultConfig(cc.KindDCQCN, cc.Gbps)); err != nil {
 		t.Fatal(err)
