@@ -187,7 +187,7 @@ func parseArgs(k kind, args []string, helpOut io.Writer) (*config, error) {
 	// is the monotonic nanosecond clock, so there is nothing to warn about.
 	fs.BoolVar(&cpuFreq, "F", false, "accepted for perftest compatibility (no cycle counter here)")
 	fs.BoolVar(&cpuFreq, "CPU-freq", false, "same as -F")
-	fs.BoolVar(&c.gbits, "report_gbits", false, "report bandwidth in Gb/s instead of MiB/s")
+	fs.BoolVar(&c.gbits, "report_gbits", false, "report bandwidth in Gb/s instead of MB/s (2^20 bytes, as perftest)")
 	strVar(&c.conn, "c", "connection", "RC", "connection type (RC only)")
 	intVar(&c.tx, "t", "tx-depth", defTx, "send queue depth")
 	intVar(&c.rx, "r", "rx-depth", 512, "receive queue depth (send tests)")

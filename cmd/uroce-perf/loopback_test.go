@@ -145,7 +145,7 @@ func TestLoopback(t *testing.T) {
 					t.Errorf("row %d: %v, want %d B x %d", i, row, tt.sizes[i], tt.iters)
 				}
 				if k.bw {
-					avg := row["BW average[MiB/sec]"] + row["BW average[Gb/sec]"]
+					avg := row["BW average[MB/sec]"] + row["BW average[Gb/sec]"]
 					if avg <= 0 || row["MsgRate[Mpps]"] <= 0 {
 						t.Errorf("row %d: no bandwidth: %v", i, row)
 					}

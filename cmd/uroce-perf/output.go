@@ -174,7 +174,7 @@ func (p *printer) marshal() ([]byte, error) {
 		j.TestInfo.Role = "server"
 	}
 	if p.cfg.kind.bw {
-		j.TestInfo.Units = "MiB/sec"
+		j.TestInfo.Units = "MB/sec"
 		if p.cfg.gbits {
 			j.TestInfo.Units = "Gb/sec"
 		}

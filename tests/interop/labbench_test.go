@@ -169,8 +169,8 @@ func (c benchCell) run(t *testing.T, srv, cli *lab.Guest, onRxe bool) float64 {
 	if err != nil {
 		t.Fatalf("%q: %v", client.Cmd, err)
 	}
-	// perftest 4.5 heads its bandwidth "[MB/sec]", uroce-perf "[MiB/sec]";
-	// both divide bytes by 2^20 (perftest's MB).
+	// perftest and uroce-perf head their bandwidth "[MB/sec]" (or
+	// "[Gb/sec]"), both dividing bytes by 2^20 (perftest's MB).
 	v, ok := math.NaN(), false
 	for k, x := range rep.Values {
 		if strings.HasPrefix(k, c.column+"[") {
