@@ -26,7 +26,9 @@
 //	              that is up and has one)
 //	-g index      GID index (uroce has one GID per device, 0; default -1
 //	              sends a zero GID, as ibv_ud_pingpong does)
-//	-s size       datagram size in bytes, at most the port MTU (default 2048)
+//	-s size       datagram size in bytes, at most the port MTU (default 2048,
+//	              or the port MTU when smaller; ibv_ud_pingpong refuses
+//	              its own default there)
 //	-r depth      receives posted ahead (default 500)
 //	-n iters      number of exchanges (default 1000)
 //	-stats        print the QP's counters at the end (uroce only)
@@ -40,7 +42,8 @@
 // Facing ibv_ud_pingpong on rxe, give both sides -g (on rxe, 1 is the
 // IPv4-mapped GID; here 0): a side without it sends a zero GID, and its
 // peer cannot build the GRH that RoCEv2 needs. On a 1500-byte Ethernet the
-// port MTU is 1024, below the default -s 2048.
+// port MTU is 1024: give ibv_ud_pingpong -s 1024 (uroce lowers its default
+// there by itself), as the datagram sizes must match.
 //
 // README.md beside this file walks through the code.
 package main

@@ -47,7 +47,7 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 	fs.StringVar(&o.device, "d", "", "`interface` name or local IP address")
 	fs.IntVar(&o.ibPort, "i", 1, "device `port` (uroce devices have one: 1)")
 	fs.IntVar(&o.gid, "g", -1, "local GID `index` (-1: send a zero GID)")
-	fs.IntVar(&o.size, "s", 2048, "datagram `size`")
+	fs.IntVar(&o.size, "s", 0, "datagram `size` (default 2048, or the port MTU if smaller)")
 	fs.IntVar(&o.rxDepth, "r", 500, "receives posted ahead (rx `depth`)")
 	fs.IntVar(&o.iters, "n", 1000, "number of `iters`")
 	fs.IntVar(&o.sl, "l", 0, "service `level` (accepted; RoCEv2 has none)")
@@ -60,7 +60,7 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 		return o, err
 	}
 	switch {
-	case o.size < 1:
+	case o.size < 0 || o.size == 0 && sizeSet(fs):
 		return o, fmt.Errorf("bad size %d", o.size)
 	case o.iters < 1:
 		return o, fmt.Errorf("bad iters %d", o.iters)
@@ -144,6 +144,17 @@ func run(ctx context.Context, d *verbs.Device, o options, out io.Writer) (err er
 	if err := p.run(ctx, o.iters, o.peer != "", o.timeout); err != nil {
 		return err
 	}
-	pingdest.Summary(out, o.size, o.iters, time.Since(start))
+	pingdest.Summary(out, p.size, o.iters, time.Since(start))
 	return nil
+}
+
+// defaultSize is ibv_ud_pingpong's datagram size.
+const defaultSize = 2048
+
+// sizeSet reports whether -s was given: -s 0 is an error, its absence the
+// default.
+func sizeSet(fs *flag.FlagSet) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "s" })
+	return set
 }

@@ -47,8 +47,17 @@ type pingPong struct {
 // newPingPong creates the objects, moves the QP to INIT with the Q_Key and
 // posts depth receives, all before the exchange: once the peer knows our
 // QPN it may send at any time, and a datagram without a receive is lost.
+//
+// A size of 0 is ibv_ud_pingpong's default, 2048, lowered to the port MTU
+// when that is smaller (1024 on a 1500-byte Ethernet), where
+// ibv_ud_pingpong would refuse its own default. A size given explicitly
+// over the port MTU is refused, as ibv_ud_pingpong refuses it.
 func newPingPong(d *verbs.Device, size, depth int) (*pingPong, error) {
-	if mtu := d.MaxPathMTU(); size > mtu {
+	mtu := d.MaxPathMTU()
+	if size == 0 {
+		size = min(defaultSize, mtu)
+	}
+	if size > mtu {
 		return nil, fmt.Errorf("requested size larger than port MTU (%d)", mtu)
 	}
 	p := &pingPong{size: size, depth: depth, d: d, pd: d.AllocPD()}

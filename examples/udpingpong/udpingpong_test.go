@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/uroce/uroce/examples/internal/loopback"
+	"github.com/uroce/uroce/pkg/link/pipe"
 	"github.com/uroce/uroce/verbs"
 )
 
@@ -18,7 +19,7 @@ func TestFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	// ibv_ud_pingpong's defaults.
-	if o.port != 18515 || o.size != 2048 || o.rxDepth != 500 || o.iters != 1000 || o.gid != -1 || o.ibPort != 1 {
+	if o.port != 18515 || o.size != 0 || o.rxDepth != 500 || o.iters != 1000 || o.gid != -1 || o.ibPort != 1 {
 		t.Errorf("defaults %+v", o)
 	}
 	for _, args := range [][]string{{"-s", "0"}, {"-r", "1"}, {"-i", "2"}, {"a", "b"}} {
@@ -89,5 +90,37 @@ func TestErrors(t *testing.T) {
 	_, _, serr, _ = runPair(t, base, nogid)
 	if serr == nil || !strings.Contains(serr.Error(), "no GID") {
 		t.Errorf("zero GID: %v", serr)
+	}
+}
+
+// TestDefaultSize: with no -s the datagram is ibv_ud_pingpong's 2048 bytes,
+// lowered to the port MTU where that is smaller; an explicit size over the
+// port MTU is still refused.
+func TestDefaultSize(t *testing.T) {
+	for _, c := range []struct {
+		mtu, size, want int
+		err             bool
+	}{
+		{mtu: 1500, size: 0, want: 1024},
+		{mtu: 9000, size: 0, want: 2048},
+		{mtu: 1500, size: 1024, want: 1024},
+		{mtu: 1500, size: 2048, err: true},
+	} {
+		la, lb := pipe.New(pipe.Config{MTU: c.mtu})
+		d := verbs.Open(la)
+		lb.Close()
+		p, err := newPingPong(d, c.size, 2)
+		switch {
+		case c.err && err == nil:
+			t.Errorf("MTU %d, -s %d: accepted", c.mtu, c.size)
+		case !c.err && err != nil:
+			t.Errorf("MTU %d, -s %d: %v", c.mtu, c.size, err)
+		case !c.err && p.size != c.want:
+			t.Errorf("MTU %d, -s %d: size %d, want %d", c.mtu, c.size, p.size, c.want)
+		}
+		if p != nil {
+			p.close()
+		}
+		d.Close()
 	}
 }
