@@ -33,5 +33,9 @@
 // index (usually 1, the IPv4-mapped GID): without -g it sends a zero GID
 // and builds no GRH, which RoCE cannot route.
 //
+// Once the TCP connection is up, a peer that does not send its address
+// within 10 s (a program other than ibv_*_pingpong on the port, say) ends
+// the run with "address exchange timed out" and the peer's address.
+//
 // README.md beside this file walks through the code.
 package main

@@ -45,5 +45,9 @@
 // port MTU is 1024: give ibv_ud_pingpong -s 1024 (uroce lowers its default
 // there by itself), as the datagram sizes must match.
 //
+// Once the TCP connection is up, a peer that does not send its address
+// within 10 s (a program other than ibv_*_pingpong on the port, say) ends
+// the run with "address exchange timed out" and the peer's address.
+//
 // README.md beside this file walks through the code.
 package main

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"time"
 
@@ -21,7 +22,20 @@ type Config struct {
 	// Listener, if set, is accepted on instead of listening on Port (for
 	// tests).
 	Listener net.Listener
+
+	// Timeout bounds the exchange once the TCP connection is up (0:
+	// ExchangeTimeout): a peer that is not the program expected, and
+	// never sends its address, ends in ErrExchangeTimeout rather than a
+	// wait forever. Waiting for a client to connect is not bounded.
+	Timeout time.Duration
 }
+
+// ExchangeTimeout is the default Config.Timeout.
+const ExchangeTimeout = 10 * time.Second
+
+// ErrExchangeTimeout is the error of an exchange whose peer did not finish
+// it in time.
+var ErrExchangeTimeout = errors.New("address exchange timed out")
 
 // Exchange runs the TCP exchange, as the client (c.Peer set) or the
 // server, and returns the peer's address. connect is the server's step
@@ -38,7 +52,7 @@ func Exchange(ctx context.Context, c Config, local Dest, connect func(remote Des
 		defer conn.Close()
 		stop := context.AfterFunc(ctx, func() { conn.Close() })
 		defer stop()
-		return Client(conn, local)
+		return c.bounded(conn, func() (Dest, error) { return Client(conn, local) })
 	}
 	ln := c.Listener
 	if ln == nil {
@@ -59,7 +73,25 @@ func Exchange(ctx context.Context, c Config, local Dest, connect func(remote Des
 	defer conn.Close()
 	stopc := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stopc()
-	return Server(conn, local, connect)
+	return c.bounded(conn, func() (Dest, error) { return Server(conn, local, connect) })
+}
+
+// bounded runs one side of the exchange on conn under c's timeout, and
+// names a peer that ran out of it.
+func (c Config) bounded(conn net.Conn, side func() (Dest, error)) (Dest, error) {
+	to := c.Timeout
+	if to <= 0 {
+		to = ExchangeTimeout
+	}
+	if err := conn.SetDeadline(time.Now().Add(to)); err != nil {
+		return Dest{}, err
+	}
+	d, err := side()
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return Dest{}, fmt.Errorf("%w: %v sent no pingpong address within %v (is it ibv_*_pingpong on port %d?): %v",
+			ErrExchangeTimeout, conn.RemoteAddr(), to, c.Port, err)
+	}
+	return d, err
 }
 
 // Client is the client's half of the exchange: write our message, read the
