@@ -23,7 +23,7 @@ func main() {
 	p := DefaultParams()
 	var (
 		scenario = flag.String("scenario", "all", "scenario: all, or one of fair2, incast8, incast16, joinleave")
-		algos    = flag.String("algo", "all", "comma-separated algorithms: dcqcn, dcqcn-clamp, dcqcn-nobc, dcqcn-paper, timely, swift, hpcc, hpcc-ns3, none; or all")
+		algos    = flag.String("algo", "all", "comma-separated algorithms: dcqcn, dcqcn-clamp, dcqcn-nobc, dcqcn-paper, dcqcn-ns3, timely, swift, hpcc, hpcc-ns3, none; or all")
 		out      = flag.String("out", "", "directory for CSV and PNG output (none if empty)")
 		gbps     = flag.Float64("rate", 40, "link rate, Gb/s")
 		scale    = flag.Float64("scale", 1, "stretch every scenario's times by this factor")
@@ -127,6 +127,8 @@ the target rate falls on a CNP only after a 300 µs timer increase, which cuts e
 allow, so it stays at line rate (RATE_TO_SET_ON_FIRST_CNP 0). Any lull in the marks sends every
 flow back near line rate within tens of µs. dcqcn-nobc, the same with RPG_BYTE_RESET 0, pauses a
 fraction as often and never with two flows; what it keeps at 16:1 comes from the unclamped target.
+The byte counter's unit is bytes in NVIDIA's parameter page and the kernel's QCN object; the
+HPCC authors' ns-3 model has none, and dcqcn-ns3 (their "dcqcn") does not oscillate either.
 `
 
 // paperNote explains dcqcn-paper's joinleave and incast rows (the evidence

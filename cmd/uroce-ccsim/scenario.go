@@ -51,6 +51,12 @@ func Algos(p Params) []Algo {
 	// counter does to the queue (see the note under the table).
 	nobc := fw
 	nobc.DCQCN.ByteReset = 0
+	// The HPCC authors' ns-3 DCQCN (run.py "dcqcn"): the firmware model
+	// without the byte counter, and a CNP for every marked packet (its
+	// receiver sets the CNP bit on the ACK of each CE packet).
+	ns3 := fw
+	ns3.DCQCN = cc.NS3DCQCN(p.LinkRate)
+	ns3.NP.MinTimeBetweenCNPs = 0
 	sw := cc.DefaultConfig(cc.KindSwift, p.LinkRate)
 	sw.Swift.MSS = p.MTU
 	// Swift's target is the fabric's base RTT plus the queueing it allows
@@ -71,6 +77,7 @@ func Algos(p Params) []Algo {
 		{"dcqcn-clamp", clamp},
 		{"dcqcn-nobc", nobc},
 		{"dcqcn-paper", paper},
+		{"dcqcn-ns3", ns3},
 		{"timely", tm},
 		{"swift", sw},
 		{"hpcc", hp},
