@@ -23,7 +23,7 @@ func main() {
 	p := DefaultParams()
 	var (
 		scenario = flag.String("scenario", "all", "scenario: all, or one of fair2, incast8, incast16, joinleave")
-		algos    = flag.String("algo", "all", "comma-separated algorithms: dcqcn, dcqcn-clamp, dcqcn-nobc, dcqcn-paper, dcqcn-ns3, timely, swift, hpcc, hpcc-ns3, none; or all")
+		algos    = flag.String("algo", "all", "comma-separated algorithms: dcqcn, dcqcn-clamp, dcqcn-nobc, dcqcn-paper, dcqcn-ns3, timely, timely-paper, timely-patched, swift, hpcc, hpcc-ns3, none; or all")
 		out      = flag.String("out", "", "directory for CSV and PNG output (none if empty)")
 		gbps     = flag.Float64("rate", 40, "link rate, Gb/s")
 		scale    = flag.Float64("scale", 1, "stretch every scenario's times by this factor")

@@ -42,6 +42,10 @@ func Algos(p Params) []Algo {
 	paper := fw
 	paper.DCQCN, paper.NP = cc.PaperDCQCN(), cc.PaperNP()
 	tm := cc.DefaultConfig(cc.KindTIMELY, p.LinkRate)
+	tmPaper := tm
+	tmPaper.TIMELY = cc.DefaultTIMELY()
+	tmPatched := tm
+	tmPatched.TIMELY = cc.PatchedTIMELY(p.LinkRate)
 	// The firmware preset with CLAMP_TGT_RATE set: Rt ← Rc on every CNP,
 	// as the paper's algorithm does.
 	clamp := fw
@@ -79,6 +83,8 @@ func Algos(p Params) []Algo {
 		{"dcqcn-paper", paper},
 		{"dcqcn-ns3", ns3},
 		{"timely", tm},
+		{"timely-paper", tmPaper},
+		{"timely-patched", tmPatched},
 		{"swift", sw},
 		{"hpcc", hp},
 		{"hpcc-ns3", hpNS3},
