@@ -23,7 +23,7 @@ func main() {
 	p := DefaultParams()
 	var (
 		scenario = flag.String("scenario", "all", "scenario: all, or one of fair2, incast8, incast16, joinleave")
-		algos    = flag.String("algo", "all", "comma-separated algorithms: dcqcn, dcqcn-clamp, dcqcn-nobc, dcqcn-paper, dcqcn-ns3, timely, timely-paper, timely-patched, swift, hpcc, hpcc-ns3, none; or all")
+		algos    = flag.String("algo", "all", "comma-separated algorithms: "+cc.DefaultPresetName+" (the default preset), dcqcn, dcqcn-clamp, dcqcn-nobc, dcqcn-paper, dcqcn-ns3, timely, timely-paper, timely-patched, swift, hpcc, hpcc-ns3, none; or all")
 		out      = flag.String("out", "", "directory for CSV and PNG output (none if empty)")
 		gbps     = flag.Float64("rate", 40, "link rate, Gb/s")
 		scale    = flag.Float64("scale", 1, "stretch every scenario's times by this factor")
@@ -62,8 +62,9 @@ func main() {
 			log.Fatal(err)
 		}
 	}
-	fmt.Printf("link %v, base RTT %v, MTU %d B, buffer %d KB, RED Kmin %d KB Kmax %d KB Pmax %g, PFC %v, seed %d\n\n",
+	fmt.Printf("link %v, base RTT %v, MTU %d B, buffer %d KB, RED Kmin %d KB Kmax %d KB Pmax %g, PFC %v, seed %d\n",
 		p.LinkRate, p.BaseRTT, p.MTU, p.Buffer>>10, p.RED.Kmin>>10, p.RED.Kmax>>10, p.RED.Pmax, p.PFC, p.Seed)
+	fmt.Printf("default preset (congestion control on, no algorithm named): %s\n\n", cc.DefaultPresetName)
 	var results []Result
 	for _, sc := range scs {
 		for _, a := range as {

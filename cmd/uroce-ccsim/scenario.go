@@ -76,7 +76,13 @@ func Algos(p Params) []Algo {
 	hpNS3.HPCC = cc.NS3HPCC()
 	hpNS3.HPCC.BaseRTT, hpNS3.HPCC.MSS = hp.HPCC.BaseRTT, hp.HPCC.MSS
 	none := cc.DefaultConfig(cc.KindNone, p.LinkRate)
+	// The default preset, as a QP gets it; only the window's unit follows
+	// the simulated MTU.
+	def := cc.DefaultPreset(p.LinkRate)
+	def.Swift.InitCwnd *= float64(def.Swift.MSS) / float64(p.MTU)
+	def.Swift.MSS = p.MTU
 	return []Algo{
+		{cc.DefaultPresetName, def},
 		{"dcqcn", fw},
 		{"dcqcn-clamp", clamp},
 		{"dcqcn-nobc", nobc},
