@@ -42,7 +42,7 @@ type TIMELYParams struct {
 	// 1 Gb/s in run.py).
 	MinRate Rate
 	// Patched selects Patched TIMELY (Zhu et al., "ECN or Delay: Lessons
-	// Learnt from Analysis of DCQCN and TIMELY", CoNEXT 2016, §5): between
+	// Learnt from Analysis of DCQCN and TIMELY", CoNEXT 2016): between
 	// TLow and THigh the rate moves by both the gradient and the RTT's
 	// distance from RTTRef, R ← R·(1 − β·w(g)·e) + δ·(1 − w(g)) with
 	// e = (RTT − RTTRef)/RTTRef and w(g) = 0 for g ≤ −¼, 2g + ½ between,

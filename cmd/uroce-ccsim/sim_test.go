@@ -126,8 +126,8 @@ func TestNS3DCQCNFair2(t *testing.T) {
 // 10 Gb/s parameters do not (δ = 10 Mb/s per 16 KB segment regrows a cut
 // flow with a time constant of 8·16 KB/δ ≈ 13 ms). When a third flow
 // joins two, TIMELY's gradient leaves the flows wherever the join put
-// them (the many fixed points of "ECN or Delay" §4) and Patched TIMELY
-// evens them out (§5).
+// them (the many fixed points "ECN or Delay" finds in TIMELY) and Patched
+// TIMELY evens them out.
 func TestTIMELYPapers(t *testing.T) {
 	p := DefaultParams()
 	sc := Scenarios(1)[0] // fair2 in full: the join's 6 ms recovery weighs less
