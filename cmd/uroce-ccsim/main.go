@@ -107,7 +107,7 @@ func printTable(w io.Writer, rs []Result) {
 	tw.Flush()
 	fmt.Fprintf(w, "\nJain: least over phases with 2+ flows, of mean throughputs over each phase's second half.\n"+
 		"converge: worst time from a phase's start until every flow's 1 ms throughput stays within %.0f%% of its fair share.\n", 100*convergeTol)
-	for _, note := range []struct{ algo, text string }{{"dcqcn", firmwareNote}, {"dcqcn-paper", paperNote}, {"hpcc", hpccNote}} {
+	for _, note := range []struct{ algo, text string }{{"dcqcn", firmwareNote}, {"dcqcn-paper", paperNote}, {"timely-paper", timelyNote}, {"hpcc", hpccNote}} {
 		for _, r := range rs {
 			if r.Algo == note.algo {
 				fmt.Fprint(w, note.text)
@@ -146,6 +146,18 @@ lasts 30 ms; at -scale 2 (60 ms) it converges 53 ms after the join with Jain 0.9
 throughput swings by up to 35-40 % around its share at any -scale (each flow is cut on its own
 CNPs), so the 20 % criterion holds at most for the last ms or so of a run, while Jain over each
 second half stays 0.99 and the queue after the start burst stays under 300 KB.
+`
+
+// timelyNote explains the TIMELY rows (the evidence is in docs/congestion.md
+// and TestTIMELYPapers).
+const timelyNote = `
+timely-paper is TIMELY as published, for 10 Gb/s NICs: below T_low (50 µs, so always once the
+queue drains over an 8 µs fabric) it adds δ = 10 Mb/s per 16 KB segment, a regrowth time
+constant of 8·16 KB/δ ≈ 13 ms at any line rate, after cuts that a gradient normalised by the
+8 µs least RTT takes below 1 Gb/s. timely scales δ to the line rate and normalises by 20 µs, as
+the HPCC authors' ns-3 does; its flows then stay wherever a join leaves them (joinleave Jain),
+the many fixed points "ECN or Delay" (CoNEXT 2016) finds. timely-patched is that paper's fix:
+fair everywhere, with a queue that grows with the number of flows.
 `
 
 // hpccNote explains hpcc's "never" (the evidence is in docs/congestion.md
