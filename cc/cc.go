@@ -107,14 +107,15 @@ type Config struct {
 
 // DefaultConfig returns the configuration of kind at line rate with every
 // algorithm's defaults: ConnectX firmware's for DCQCN and the notification
-// point, the papers' for TIMELY, Swift and HPCC.
+// point, NS3TIMELY(line) for TIMELY (the paper's rule scaled to the line
+// rate, as the HPCC authors' ns-3 runs it), the papers' for Swift and HPCC.
 func DefaultConfig(kind Kind, line Rate) Config {
 	return Config{
 		Kind:     kind,
 		LineRate: line,
 		NP:       FirmwareNP(),
 		DCQCN:    FirmwareDCQCN(),
-		TIMELY:   DefaultTIMELY(),
+		TIMELY:   NS3TIMELY(line),
 		Swift:    DefaultSwift(),
 		HPCC:     PaperHPCC(),
 	}

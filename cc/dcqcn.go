@@ -12,66 +12,109 @@ const (
 )
 
 // DCQCNParams are the reaction point's parameters, named after the
-// ConnectX firmware settings (mlxconfig names in each comment; mlx5 sysfs
-// uses the same names in lower case).
+// ConnectX firmware settings. Each comment gives the unit and the rule, and
+// the names in the three places a ConnectX user meets them: mlxconfig
+// (NVConfig, upper case), the mlx5 driver's per-port debugfs
+// (cc_params/rp_*, kernel drivers/infiniband/hw/mlx5/cong.c, which writes
+// the firmware's cong_control_r_roce_ecn_rp fields of the same names), and
+// NVIDIA's "DCQCN Parameters" page (ConnectX-4 and later). [paper] is Zhu
+// et al., "Congestion Control for Large-Scale RDMA Deployments", SIGCOMM
+// 2015, §3.1 and Fig. 7; [ns-3] is the DCQCN ("mlx" mode) of the HPCC
+// authors' simulator, alibaba-edu/High-Precision-Congestion-Control,
+// simulation/src/point-to-point/model/rdma-hw.cc and simulation/run.py.
+//
+// Where the sources disagree (the byte counter, the increase stages, g,
+// the CNP interval), each reading is a preset: FirmwareDCQCN, PaperDCQCN,
+// NS3DCQCN.
 type DCQCNParams struct {
-	// TimeReset is the rate increase timer: time between increases when no
-	// CNP arrives (RPG_TIME_RESET; the paper's T).
+	// TimeReset is the rate increase timer: one increase event per
+	// TimeReset without a CNP. Unit µs in every source (RPG_TIME_RESET,
+	// rp_time_reset; [paper] T = 55 µs; firmware default 300; [ns-3]
+	// RP_TIMER 300 in run.py's "dcqcn", 55 in "dcqcn_paper").
 	TimeReset time.Duration
-	// ByteReset is the byte counter: bytes sent between increases when no
-	// CNP arrives; 0 disables it (RPG_BYTE_RESET; the paper's B).
+	// ByteReset is the byte counter: one increase event per ByteReset
+	// bytes sent without a CNP; 0 disables it. Unit bytes: the kernel's
+	// 802.1Qau object (include/uapi/linux/dcbnl.h, struct ieee_qcn,
+	// "given in Bytes") and NVIDIA's page (RPG_BYTE_RESET, rp_byte_reset,
+	// 0..32767, default 32767) agree; [paper] B = 10 MB. [ns-3] has no
+	// byte counter at all: its increases come from the timer alone.
 	ByteReset int64
-	// Threshold is how many timer or byte counter events each stage of
-	// fast recovery lasts before additive, then hyper increase
-	// (RPG_THRESHOLD; the paper's F).
+	// Threshold is F: how many increase events of a counter make fast
+	// recovery end (RPG_THRESHOLD, rp_threshold; count; firmware 1,
+	// [paper] 5, [ns-3] FAST_RECOVERY_TIMES 1).
 	Threshold int
-	// AIRate is the additive increase step of the target rate
-	// (RPG_AI_RATE; R_AI).
+	// AIRate is R_AI, added to the target rate per additive increase
+	// event (RPG_AI_RATE, rp_ai_rate; Mb/s; firmware 5, [paper] 40,
+	// [ns-3] 5 Mb/s per 25 Gb/s of line rate).
 	AIRate Rate
-	// HAIRate is the hyper increase step (RPG_HAI_RATE; R_HAI).
+	// HAIRate is R_HAI, the hyper increase step (RPG_HAI_RATE,
+	// rp_hai_rate; Mb/s; firmware 50; [ns-3] 50 per 25 Gb/s).
 	HAIRate Rate
-	// GD is log2 of the divisor of α in a cut: Rc -= Rc·α/2^GD with α in
-	// 10-bit fixed point, so 11 is the paper's Rc·(1−α/2) (RPG_GD).
+	// GD sets the cut Rc ← Rc − Rc·α/2^GD with α in 10-bit fixed point,
+	// so 11 is the paper's Rc·(1−α/2) (RPG_GD, rp_gd; a shift: NVIDIA
+	// lists 10..11, default 11).
 	GD uint
 	// MinDecFac bounds one cut: the new rate is at least MinDecFac % of
-	// the old; 100 disables cuts (RPG_MIN_DEC_FAC).
+	// the old; 100 disables cuts (RPG_MIN_DEC_FAC, rp_min_dec_fac; %;
+	// default 50).
 	MinDecFac int
-	// MinRate is the lowest rate (RPG_MIN_RATE).
+	// MinRate is the lowest rate (RPG_MIN_RATE, rp_min_rate; Mb/s;
+	// firmware 1; [ns-3] MIN_RATE 1000 in run.py).
 	MinRate Rate
 	// RateToSetOnFirstCNP is the rate (current and target) a flow gets on
 	// its first CNP; 0 means cut from the line rate as any CNP does
-	// (RATE_TO_SET_ON_FIRST_CNP).
+	// (RATE_TO_SET_ON_FIRST_CNP, rp_rate_to_set_on_first_cnp; Mb/s;
+	// default 0; [ns-3] RateOnFirstCnp 1.0 of the current rate, the same).
 	RateToSetOnFirstCNP Rate
-	// G is the weight of the old α in 10-bit fixed point: on a cut
-	// α ← α·G/1024 + (1024−G), and each AlphaPeriod without one
-	// α ← α·G/1024, so the paper's g is (1024−G)/1024 (DCE_TCP_G).
+	// G is the weight of the old α, in 10-bit fixed point (DCE_TCP_G,
+	// rp_dce_tcp_g; 0..1023, default 1019): per AlphaPeriod, α ←
+	// α·G/1024 + (1024−G) if a CNP came in the period, α ← α·G/1024 if
+	// none did (NVIDIA's page). The paper's g is therefore (1024−G)/1024:
+	// 5/1024 ≈ 1/205 by default; [paper] and [ns-3] use g = 1/256 (G 1020).
 	G uint32
-	// AlphaPeriod is the α update period (DCE_TCP_RTT; the paper's K).
+	// AlphaPeriod is the α update period (DCE_TCP_RTT, rp_dce_tcp_rtt;
+	// µs; firmware 1; [paper] K = 55 µs; [ns-3] ALPHA_RESUME_INTERVAL 1).
 	AlphaPeriod time.Duration
 	// AlphaPeriodic updates α once per AlphaPeriod on a fixed schedule,
-	// as the firmware does: up (α·G/1024 + 1024−G) if a CNP came in the
-	// period, down (α·G/1024) if none did, never both. Without it α rises
-	// on every CNP and decays for each AlphaPeriod with none, the period
-	// restarting at the CNP, as the paper words it (§3.1: "if the RP
-	// does not get feedback for K time units").
+	// as the firmware (NVIDIA: "updated once every ... regardless of the
+	// reception of a CNP") and [ns-3] (UpdateAlphaMlx) do: up if a CNP
+	// came in the period, down if none did, never both. Without it α
+	// rises on every CNP and decays for each AlphaPeriod with none, the
+	// period restarting at the CNP, as [paper] §3.1 words it.
 	AlphaPeriodic bool
 	// RateReduceMonitorPeriod is the least time between two cuts; CNPs
 	// within it are folded into one cut at its end
-	// (RATE_REDUCE_MONITOR_PERIOD). 0 cuts on every CNP.
+	// (RATE_REDUCE_MONITOR_PERIOD, rp_rate_reduce_monitor_period; µs;
+	// default 4; [ns-3] RATE_DECREASE_INTERVAL 4, checked on a fixed
+	// 4 µs schedule). 0 cuts on every CNP ([paper]).
 	RateReduceMonitorPeriod time.Duration
-	// InitialAlpha is α when a flow gets its first CNP
-	// (INITIAL_ALPHA_VALUE).
+	// InitialAlpha is α when a flow gets its first CNP, 10-bit fixed
+	// point (INITIAL_ALPHA_VALUE, rp_initial_alpha_value; default 1023;
+	// [ns-3] 1.0).
 	InitialAlpha uint32
 	// ClampTgtRate sets the target rate to the current rate on every
-	// CNP (CLAMP_TGT_RATE), as the paper's algorithm does.
+	// CNP (CLAMP_TGT_RATE, rp_clamp_tgt_rate; flag; default 0), as the
+	// paper's algorithm does.
 	ClampTgtRate bool
 	// ClampTgtRateAfterTimeInc sets the target rate to the current rate
 	// on a CNP if the timer (not only the byte counter) raised the rate
-	// since the last cut (CLAMP_TGT_RATE_AFTER_TIME_INC).
+	// since the last cut (CLAMP_TGT_RATE_AFTER_TIME_INC,
+	// rp_clamp_tgt_rate_ati; flag; default 1; [ns-3] CLAMP_TARGET_RATE 0
+	// clamps only when rpTimeStage > 0, the same rule).
 	ClampTgtRateAfterTimeInc bool
+	// TimerStages runs the increase stages on the timer count alone, as
+	// [ns-3] does (RateIncEventMlx): the k-th timer event after a cut is
+	// fast recovery while k ≤ F, additive at k = F+1 and hyper after,
+	// adding one R_HAI per event. Without it the stages follow QCN and
+	// [paper] Fig. 7: hyper increase needs both counters past F and adds
+	// i·R_HAI with i = min(T, BC) − F.
+	TimerStages bool
 }
 
-// FirmwareDCQCN returns ConnectX's firmware defaults (mlxconfig).
+// FirmwareDCQCN returns ConnectX's firmware defaults (NVIDIA's DCQCN
+// parameter page; mlxconfig and the mlx5 debugfs show the same values).
+// With the byte counter in bytes these recover a cut flow within tens of
+// µs; uroce-ccsim shows the oscillation this gives (docs/congestion.md).
 func FirmwareDCQCN() DCQCNParams {
 	return DCQCNParams{
 		TimeReset:                300 * time.Microsecond,
@@ -91,6 +134,23 @@ func FirmwareDCQCN() DCQCNParams {
 		ClampTgtRate:             false,
 		ClampTgtRateAfterTimeInc: true,
 	}
+}
+
+// NS3DCQCN returns the DCQCN the HPCC authors' ns-3 simulator runs as
+// "dcqcn" (run.py, mode 1), which most later papers compare against: no
+// byte counter, a 300 µs timer with F = 1 and stages on the timer alone,
+// R_AI = 5 and R_HAI = 50 Mb/s per 25 Gb/s of line rate, g = 1/256 every
+// 1 µs, a cut at most every 4 µs, rates from 1 Gb/s. It is the firmware
+// model those authors use, with the byte counter left out.
+func NS3DCQCN(line Rate) DCQCNParams {
+	p := FirmwareDCQCN()
+	p.ByteReset = 0
+	p.TimerStages = true
+	p.AIRate = max(Rate(uint64(5*Mbps)*uint64(line)/uint64(25*Gbps)), 1*Mbps)
+	p.HAIRate = max(Rate(uint64(50*Mbps)*uint64(line)/uint64(25*Gbps)), 1*Mbps)
+	p.G = alphaOne - alphaOne/256
+	p.MinRate = min(1*Gbps, line)
+	return p
 }
 
 // PaperDCQCN returns the parameters of the DCQCN paper (§5): g = 1/256,
@@ -303,6 +363,11 @@ func (d *DCQCN) increase(byTimer bool) {
 	}
 	f := d.p.Threshold
 	switch {
+	case d.p.TimerStages && d.t > f+1:
+		d.rt += d.p.HAIRate
+	case d.p.TimerStages && d.t > f:
+		d.rt += d.p.AIRate
+	case d.p.TimerStages:
 	case d.t > f && d.bc > f:
 		i := min(d.t, d.bc) - f
 		d.rt += Rate(i) * d.p.HAIRate

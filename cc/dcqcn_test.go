@@ -403,3 +403,51 @@ func TestBadParams(t *testing.T) {
 		}
 	}
 }
+
+// NS3DCQCN: R_AI and R_HAI scale with the line rate (run.py: 5 and 50 Mb/s
+// per 25 Gb/s), and the timer alone runs the stages (RateIncEventMlx):
+// with F = 1 the first event is fast recovery, the second additive, every
+// later one adds one R_HAI.
+func TestNS3DCQCN(t *testing.T) {
+	for _, tt := range []struct {
+		line        cc.Rate
+		ai, hai, mn cc.Rate
+	}{
+		{25 * cc.Gbps, 5 * cc.Mbps, 50 * cc.Mbps, 1 * cc.Gbps},
+		{40 * cc.Gbps, 8 * cc.Mbps, 80 * cc.Mbps, 1 * cc.Gbps},
+		{100 * cc.Gbps, 20 * cc.Mbps, 200 * cc.Mbps, 1 * cc.Gbps},
+		{500 * cc.Mbps, 1 * cc.Mbps, 1 * cc.Mbps, 500 * cc.Mbps},
+	} {
+		p := cc.NS3DCQCN(tt.line)
+		if p.AIRate != tt.ai || p.HAIRate != tt.hai || p.MinRate != tt.mn || p.ByteReset != 0 || p.G != 1020 || !p.TimerStages {
+			t.Errorf("NS3DCQCN(%v) = AI %v HAI %v min %v BC %d G %d stages %v", tt.line, p.AIRate, p.HAIRate, p.MinRate, p.ByteReset, p.G, p.TimerStages)
+		}
+	}
+	p := cc.NS3DCQCN(40 * cc.Gbps)
+	d := newDCQCN(t, p, 40*cc.Gbps)
+	d.OnCNP(t0)
+	// The first cut: α 1023 (1023·1020>>10 + 4 = 1023), Rt stays at line.
+	rc, rt := cutOf(40*cc.Gbps, 1023), 40*cc.Gbps
+	if d.Rate() != rc || d.TargetRate() != rt {
+		t.Fatalf("after first CNP: Rc %d Rt %d; want %d %d", d.Rate(), d.TargetRate(), rc, rt)
+	}
+	// A second cut after a timer increase clamps Rt (CLAMP_TGT_RATE_AFTER_TIME_INC).
+	d.OnTimer(at(p.TimeReset))
+	rc = (rt + rc) / 2
+	alpha := d.Alpha(at(p.TimeReset + 4*us))
+	d.OnCNP(at(p.TimeReset + 4*us))
+	rt = rc
+	rc = cutOf(rc, uint64(min(1023, alpha*1020>>10+4)))
+	if d.Rate() != rc || d.TargetRate() != rt {
+		t.Fatalf("after second CNP: Rc %d Rt %d; want %d %d", d.Rate(), d.TargetRate(), rc, rt)
+	}
+	base := p.TimeReset + 4*us
+	for k, dRt := range []cc.Rate{0, p.AIRate, p.HAIRate, p.HAIRate, p.HAIRate} {
+		d.OnTimer(at(base + time.Duration(k+1)*p.TimeReset))
+		rt += dRt
+		rc = (rt + rc) / 2
+		if d.Rate() != rc || d.TargetRate() != rt {
+			t.Fatalf("timer event %d: Rc %d Rt %d; want %d %d", k+1, d.Rate(), d.TargetRate(), rc, rt)
+		}
+	}
+}

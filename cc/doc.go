@@ -20,8 +20,10 @@
 // these n bytes go now, or in how long".
 //
 // Algorithms: DCQCN (Zhu et al., SIGCOMM 2015) with ConnectX's firmware
-// parameters (FirmwareDCQCN) or the paper's (PaperDCQCN); TIMELY (Mittal et
-// al., SIGCOMM 2015); Swift (Kumar et al., SIGCOMM 2020); HPCC (Li et al.,
+// parameters (FirmwareDCQCN), the paper's (PaperDCQCN) or the HPCC authors'
+// ns-3 model's (NS3DCQCN); TIMELY (Mittal et al., SIGCOMM 2015) as the
+// paper publishes it (DefaultTIMELY), scaled to the line rate as ns-3 runs
+// it (NS3TIMELY) or patched (PatchedTIMELY, Zhu et al., CoNEXT 2016); Swift (Kumar et al., SIGCOMM 2020); HPCC (Li et al.,
 // SIGCOMM 2019), which needs in-band network telemetry from the switches
 // (INTPath, INTAlgorithm.OnINT) and so runs only where a path delivers it,
 // the simulator today: New refuses it with ErrNoINT; and None, which

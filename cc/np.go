@@ -9,8 +9,12 @@ type NPParams struct {
 	// priority; here per QP).
 	Enabled bool
 	// MinTimeBetweenCNPs is the least time between two CNPs sent for one
-	// QP (MIN_TIME_BETWEEN_CNPS / min_time_between_cnps); 0 sends one CNP
-	// per CE-marked packet.
+	// QP; 0 sends one CNP per CE-marked packet. Unit µs in every source:
+	// ConnectX has it per port (mlx5 debugfs np_min_time_between_cnps,
+	// added to the kernel in 2020 with "Unit = microseconds", default 0;
+	// NVConfig MIN_TIME_BETWEEN_CNPS); the DCQCN paper's N is 50 µs per
+	// flow (§3.2); the HPCC authors' ns-3 marks the ACK of every CE packet,
+	// so 0.
 	MinTimeBetweenCNPs time.Duration
 }
 

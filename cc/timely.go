@@ -5,34 +5,61 @@ import (
 	"time"
 )
 
-// TIMELYParams are TIMELY's parameters (Mittal et al., SIGCOMM 2015,
-// Algorithm 1 and §6).
+// TIMELYParams are TIMELY's parameters (Mittal et al., "TIMELY: RTT-based
+// Congestion Control for the Datacenter", SIGCOMM 2015, Algorithm 1 and
+// §6; [ns-3] is the TIMELY of the HPCC authors' simulator,
+// alibaba-edu/High-Precision-Congestion-Control rdma-hw.cc UpdateRateTimely
+// and run.py "timely").
 type TIMELYParams struct {
 	// EWMA is α, the weight of a new RTT difference in the smoothed
-	// gradient.
+	// difference: rtt_diff ← (1−α)·rtt_diff + α·new_rtt_diff (Algorithm 1;
+	// [ns-3] TimelyAlpha 0.875). Dimensionless, (0, 1].
 	EWMA float64
-	// Beta is β, the multiplicative decrease factor.
+	// Beta is β, the multiplicative decrease factor: R ← R·(1 − β·g) for
+	// a positive normalised gradient g, R ← R·(1 − β·(1 − T_high/RTT))
+	// above T_high (Algorithm 1; 0.8 in the paper and [ns-3]).
 	Beta float64
 	// TLow and THigh: below TLow the rate only increases, above THigh it
-	// decreases in proportion to how far the RTT is above THigh.
+	// decreases in proportion to how far the RTT is above THigh (µs in
+	// the paper: 50 and 500; [ns-3] the same in ns).
 	TLow, THigh time.Duration
-	// AddStep is δ, the additive increase.
+	// AddStep is δ, the additive increase per update (Mb/s; the paper's
+	// 10 Mb/s is for its 10 Gb/s NICs; [ns-3] RATE_AI = 10 Mb/s per
+	// 10 Gb/s of line rate).
 	AddStep Rate
-	// HAIThreshold is N: after this many consecutive completions with a
-	// non-positive gradient, each increase is N·δ (hyperactive increase).
+	// HAIThreshold is N: after this many consecutive updates with a
+	// non-positive gradient, each increase is N·δ (hyperactive increase;
+	// N = 5 in the paper; [ns-3] RATE_HAI = 5·RATE_AI after 5 stages).
 	HAIThreshold int
-	// MinRTT normalises the gradient; 0 uses the least RTT seen.
+	// MinRTT normalises the gradient, g = rtt_diff / minRTT (Algorithm 1);
+	// 0 uses the least RTT seen. [ns-3] fixes it at 20 µs (TimelyMinRtt).
 	MinRTT time.Duration
 	// SegmentBytes is how many acknowledged bytes make one completion
 	// event: TIMELY updates the rate once per segment (16-64 KB in §5),
-	// not per ACK.
+	// not per ACK; 0 updates on every ACK.
 	SegmentBytes int
-	// MinRate is the lowest rate.
+	// MinRate is the lowest rate (the paper names none; [ns-3] MIN_RATE
+	// 1 Gb/s in run.py).
 	MinRate Rate
+	// Patched selects Patched TIMELY (Zhu et al., "ECN or Delay: Lessons
+	// Learnt from Analysis of DCQCN and TIMELY", CoNEXT 2016): between
+	// TLow and THigh the rate moves by both the gradient and the RTT's
+	// distance from RTTRef, R ← R·(1 − β·w(g)·e) + δ·(1 − w(g)) with
+	// e = (RTT − RTTRef)/RTTRef and w(g) = 0 for g ≤ −¼, 2g + ½ between,
+	// 1 for g ≥ ¼ (as eRPC's src/cc/timely.h reads the paper). The RTT
+	// term gives the flows one fixed point, the fair one, where TIMELY's
+	// gradient alone has a line of them.
+	Patched bool
+	// RTTRef is Patched TIMELY's reference RTT; 0 means TLow.
+	RTTRef time.Duration
 }
 
-// DefaultTIMELY returns the paper's parameters: α = 0.875, β = 0.8,
-// T_low = 50 µs, T_high = 500 µs, δ = 10 Mb/s, N = 5, 16 KB segments.
+// DefaultTIMELY returns the paper's parameters as published, for its
+// 10 Gb/s NICs: α = 0.875, β = 0.8, T_low = 50 µs, T_high = 500 µs,
+// δ = 10 Mb/s, N = 5, 16 KB segments, the gradient normalised by the least
+// RTT seen. At 40 Gb/s with an 8 µs fabric these never recover from the
+// first congestion in the time of a run (docs/congestion.md measures why);
+// NS3TIMELY is what DefaultConfig uses.
 func DefaultTIMELY() TIMELYParams {
 	return TIMELYParams{
 		EWMA:         0.875,
@@ -46,6 +73,30 @@ func DefaultTIMELY() TIMELYParams {
 	}
 }
 
+// NS3TIMELY returns TIMELY as the HPCC authors' ns-3 configures it for a
+// link of rate line: the paper's rule with δ scaled to the line rate
+// (10 Mb/s per 10 Gb/s), the gradient normalised by a fixed 20 µs, and a
+// floor of 1 Gb/s (or line, if lower).
+func NS3TIMELY(line Rate) TIMELYParams {
+	p := DefaultTIMELY()
+	p.AddStep = max(Rate(uint64(10*Mbps)*uint64(line)/uint64(10*Gbps)), 1*Mbps)
+	p.MinRTT = 20 * time.Microsecond
+	p.MinRate = min(1*Gbps, line)
+	return p
+}
+
+// PatchedTIMELY returns Patched TIMELY (Zhu et al., CoNEXT 2016) on
+// NS3TIMELY's parameters, with RTTRef = T_low and β = 0.008. β multiplies
+// e, which is 1 at twice T_low, so it must be far smaller than TIMELY's
+// 0.8; 0.008 is measured in uroce-ccsim fair2 at 40 Gb/s (β 0.8: 65 %
+// use, 0.08: 85 %, 0.008: 99 %, each with Jain 1.000).
+func PatchedTIMELY(line Rate) TIMELYParams {
+	p := NS3TIMELY(line)
+	p.Patched = true
+	p.Beta = 0.008
+	return p
+}
+
 func (p *TIMELYParams) check(line Rate) error {
 	switch {
 	case !(p.EWMA > 0 && p.EWMA <= 1):
@@ -56,7 +107,7 @@ func (p *TIMELYParams) check(line Rate) error {
 		return fmt.Errorf("timely: thresholds %v, %v: %w", p.TLow, p.THigh, ErrBadParams)
 	case p.HAIThreshold < 1:
 		return fmt.Errorf("timely: hai threshold %d: %w", p.HAIThreshold, ErrBadParams)
-	case p.MinRTT < 0 || p.SegmentBytes < 0:
+	case p.MinRTT < 0 || p.SegmentBytes < 0 || p.RTTRef < 0:
 		return fmt.Errorf("timely: min rtt %v, segment %d: %w", p.MinRTT, p.SegmentBytes, ErrBadParams)
 	case p.MinRate == 0 || p.MinRate > line:
 		return fmt.Errorf("timely: min rate %v: %w", p.MinRate, ErrBadParams)
@@ -118,6 +169,14 @@ func (t *TIMELY) OnAck(now time.Time, n int, rtt time.Duration) {
 	case rtt > t.p.THigh:
 		t.negCount = 0
 		t.rate *= 1 - t.p.Beta*(1-float64(t.p.THigh)/float64(rtt))
+	case t.p.Patched:
+		ref := t.p.RTTRef
+		if ref == 0 {
+			ref = t.p.TLow
+		}
+		w := min(max(2*gradient+0.5, 0), 1)
+		e := float64(rtt-ref) / float64(ref)
+		t.rate = t.rate*(1-t.p.Beta*w*e) + float64(t.p.AddStep)*(1-w)
 	case gradient <= 0:
 		t.negCount++
 		n := 1.0

@@ -82,3 +82,74 @@ func TestTIMELYSegment(t *testing.T) {
 		t.Fatalf("counters %+v", s.Counters)
 	}
 }
+
+func TestNS3TIMELY(t *testing.T) {
+	for _, tt := range []struct {
+		line, step, min cc.Rate
+	}{
+		{10 * cc.Gbps, 10 * cc.Mbps, 1 * cc.Gbps},
+		{40 * cc.Gbps, 40 * cc.Mbps, 1 * cc.Gbps},
+		{100 * cc.Gbps, 100 * cc.Mbps, 1 * cc.Gbps},
+		{500 * cc.Mbps, 1 * cc.Mbps, 500 * cc.Mbps},
+	} {
+		p := cc.NS3TIMELY(tt.line)
+		if p.AddStep != tt.step || p.MinRate != tt.min || p.MinRTT != 20*us || p.Patched {
+			t.Errorf("NS3TIMELY(%v): δ %v, min rate %v, min RTT %v, patched %v", tt.line, p.AddStep, p.MinRate, p.MinRTT, p.Patched)
+		}
+		if _, err := cc.NewTIMELY(p, cc.FirmwareNP(), tt.line); err != nil {
+			t.Errorf("NS3TIMELY(%v): %v", tt.line, err)
+		}
+	}
+	if got := cc.DefaultConfig(cc.KindTIMELY, 40*cc.Gbps).TIMELY; got != cc.NS3TIMELY(40*cc.Gbps) {
+		t.Errorf("DefaultConfig TIMELY = %+v, want NS3TIMELY", got)
+	}
+}
+
+// Patched TIMELY between T_low and T_high: R ← R·(1 − β·w·e) + δ·(1 − w),
+// w = clamp(2g + ½, 0, 1), e = (RTT − T_low)/T_low; outside that band the
+// original rules hold. Values by hand with α = 0.875, min RTT 20 µs,
+// β = 0.008, δ = 40 Mb/s, T_low = 50 µs.
+func TestPatchedTIMELY(t *testing.T) {
+	p := cc.PatchedTIMELY(40 * cc.Gbps)
+	p.SegmentBytes = 0
+	tm, err := cc.NewTIMELY(p, cc.FirmwareNP(), 40*cc.Gbps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const G = 1e9
+	tests := []struct {
+		rtt  float64 // µs
+		want float64
+	}{
+		{60, 40 * G}, // first sample: no difference yet
+		// diff 0: g 0, w ½, e 0.2: R·(1 − 0.008·0.5·0.2) + δ/2.
+		{60, 40*G*(1-0.0008) + 20e6},
+		// diff 0.875·40 = 35 µs: g 1.75, w 1, e 1: R·(1 − 0.008).
+		{100, (40*G*(1-0.0008) + 20e6) * 0.992},
+		// diff 0.125·35 + 0.875·(−20) = −13.125 µs: g −0.656, w 0, e 0.6: R + δ.
+		{80, (40*G*(1-0.0008)+20e6)*0.992 + 40e6},
+		// diff 0.125·(−13.125) + 0.875·(−5) = −6.015625: g −0.30078, w 0: + δ.
+		{75, (40*G*(1-0.0008)+20e6)*0.992 + 80e6},
+		// diff 0.125·(−6.015625) + 0.875·(2) = 0.998046875: g 0.0499,
+		// w 0.59980, e 0.54: R·(1 − 0.008·w·0.54) + δ·(1 − w).
+		{77, 0},
+		// Below T_low: +δ.
+		{40, 0},
+	}
+	rate := 0.0
+	for i, tt := range tests {
+		tm.OnAck(at(time.Duration(i)*us), 1024, time.Duration(tt.rtt*1000))
+		want := tt.want
+		switch i {
+		case 5:
+			w := 2*(0.998046875/20) + 0.5
+			want = rate*(1-0.008*w*0.54) + 40e6*(1-w)
+		case 6:
+			want = rate + 40e6
+		}
+		if got := float64(tm.Rate()); math.Abs(got-want) > 2 {
+			t.Fatalf("step %d (rtt %v µs): rate %.0f, want %.0f", i, tt.rtt, got, want)
+		}
+		rate = float64(tm.Rate())
+	}
+}

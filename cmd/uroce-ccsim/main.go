@@ -23,7 +23,7 @@ func main() {
 	p := DefaultParams()
 	var (
 		scenario = flag.String("scenario", "all", "scenario: all, or one of fair2, incast8, incast16, joinleave")
-		algos    = flag.String("algo", "all", "comma-separated algorithms: dcqcn, dcqcn-clamp, dcqcn-nobc, dcqcn-paper, timely, swift, hpcc, hpcc-ns3, none; or all")
+		algos    = flag.String("algo", "all", "comma-separated algorithms: "+cc.DefaultPresetName+" (the default preset), dcqcn, dcqcn-clamp, dcqcn-nobc, dcqcn-paper, dcqcn-ns3, timely, timely-paper, timely-patched, swift, hpcc, hpcc-ns3, none; or all")
 		out      = flag.String("out", "", "directory for CSV and PNG output (none if empty)")
 		gbps     = flag.Float64("rate", 40, "link rate, Gb/s")
 		scale    = flag.Float64("scale", 1, "stretch every scenario's times by this factor")
@@ -62,8 +62,9 @@ func main() {
 			log.Fatal(err)
 		}
 	}
-	fmt.Printf("link %v, base RTT %v, MTU %d B, buffer %d KB, RED Kmin %d KB Kmax %d KB Pmax %g, PFC %v, seed %d\n\n",
+	fmt.Printf("link %v, base RTT %v, MTU %d B, buffer %d KB, RED Kmin %d KB Kmax %d KB Pmax %g, PFC %v, seed %d\n",
 		p.LinkRate, p.BaseRTT, p.MTU, p.Buffer>>10, p.RED.Kmin>>10, p.RED.Kmax>>10, p.RED.Pmax, p.PFC, p.Seed)
+	fmt.Printf("default preset (congestion control on, no algorithm named): %s\n\n", cc.DefaultPresetName)
 	var results []Result
 	for _, sc := range scs {
 		for _, a := range as {
@@ -106,7 +107,7 @@ func printTable(w io.Writer, rs []Result) {
 	tw.Flush()
 	fmt.Fprintf(w, "\nJain: least over phases with 2+ flows, of mean throughputs over each phase's second half.\n"+
 		"converge: worst time from a phase's start until every flow's 1 ms throughput stays within %.0f%% of its fair share.\n", 100*convergeTol)
-	for _, note := range []struct{ algo, text string }{{"dcqcn", firmwareNote}, {"dcqcn-paper", paperNote}, {"hpcc", hpccNote}} {
+	for _, note := range []struct{ algo, text string }{{"dcqcn", firmwareNote}, {"dcqcn-paper", paperNote}, {"timely-paper", timelyNote}, {"hpcc", hpccNote}} {
 		for _, r := range rs {
 			if r.Algo == note.algo {
 				fmt.Fprint(w, note.text)
@@ -127,6 +128,8 @@ the target rate falls on a CNP only after a 300 µs timer increase, which cuts e
 allow, so it stays at line rate (RATE_TO_SET_ON_FIRST_CNP 0). Any lull in the marks sends every
 flow back near line rate within tens of µs. dcqcn-nobc, the same with RPG_BYTE_RESET 0, pauses a
 fraction as often and never with two flows; what it keeps at 16:1 comes from the unclamped target.
+The byte counter's unit is bytes in NVIDIA's parameter page and the kernel's QCN object; the
+HPCC authors' ns-3 model has none, and dcqcn-ns3 (their "dcqcn") does not oscillate either.
 `
 
 // paperNote explains dcqcn-paper's joinleave and incast rows (the evidence
@@ -143,6 +146,18 @@ lasts 30 ms; at -scale 2 (60 ms) it converges 53 ms after the join with Jain 0.9
 throughput swings by up to 35-40 % around its share at any -scale (each flow is cut on its own
 CNPs), so the 20 % criterion holds at most for the last ms or so of a run, while Jain over each
 second half stays 0.99 and the queue after the start burst stays under 300 KB.
+`
+
+// timelyNote explains the TIMELY rows (the evidence is in docs/congestion.md
+// and TestTIMELYPapers).
+const timelyNote = `
+timely-paper is TIMELY as published, for 10 Gb/s NICs: below T_low (50 µs, so always once the
+queue drains over an 8 µs fabric) it adds δ = 10 Mb/s per 16 KB segment, a regrowth time
+constant of 8·16 KB/δ ≈ 13 ms at any line rate, after cuts that a gradient normalised by the
+8 µs least RTT takes below 1 Gb/s. timely scales δ to the line rate and normalises by 20 µs, as
+the HPCC authors' ns-3 does; its flows then stay wherever a join leaves them (joinleave Jain),
+the many fixed points "ECN or Delay" (CoNEXT 2016) finds. timely-patched is that paper's fix:
+fair everywhere, with a queue that grows with the number of flows.
 `
 
 // hpccNote explains hpcc's "never" (the evidence is in docs/congestion.md

@@ -42,6 +42,10 @@ func Algos(p Params) []Algo {
 	paper := fw
 	paper.DCQCN, paper.NP = cc.PaperDCQCN(), cc.PaperNP()
 	tm := cc.DefaultConfig(cc.KindTIMELY, p.LinkRate)
+	tmPaper := tm
+	tmPaper.TIMELY = cc.DefaultTIMELY()
+	tmPatched := tm
+	tmPatched.TIMELY = cc.PatchedTIMELY(p.LinkRate)
 	// The firmware preset with CLAMP_TGT_RATE set: Rt ← Rc on every CNP,
 	// as the paper's algorithm does.
 	clamp := fw
@@ -51,6 +55,12 @@ func Algos(p Params) []Algo {
 	// counter does to the queue (see the note under the table).
 	nobc := fw
 	nobc.DCQCN.ByteReset = 0
+	// The HPCC authors' ns-3 DCQCN (run.py "dcqcn"): the firmware model
+	// without the byte counter, and a CNP for every marked packet (its
+	// receiver sets the CNP bit on the ACK of each CE packet).
+	ns3 := fw
+	ns3.DCQCN = cc.NS3DCQCN(p.LinkRate)
+	ns3.NP.MinTimeBetweenCNPs = 0
 	sw := cc.DefaultConfig(cc.KindSwift, p.LinkRate)
 	sw.Swift.MSS = p.MTU
 	// Swift's target is the fabric's base RTT plus the queueing it allows
@@ -66,12 +76,21 @@ func Algos(p Params) []Algo {
 	hpNS3.HPCC = cc.NS3HPCC()
 	hpNS3.HPCC.BaseRTT, hpNS3.HPCC.MSS = hp.HPCC.BaseRTT, hp.HPCC.MSS
 	none := cc.DefaultConfig(cc.KindNone, p.LinkRate)
+	// The default preset, as a QP gets it; only the window's unit follows
+	// the simulated MTU.
+	def := cc.DefaultPreset(p.LinkRate)
+	def.Swift.InitCwnd *= float64(def.Swift.MSS) / float64(p.MTU)
+	def.Swift.MSS = p.MTU
 	return []Algo{
+		{cc.DefaultPresetName, def},
 		{"dcqcn", fw},
 		{"dcqcn-clamp", clamp},
 		{"dcqcn-nobc", nobc},
 		{"dcqcn-paper", paper},
+		{"dcqcn-ns3", ns3},
 		{"timely", tm},
+		{"timely-paper", tmPaper},
+		{"timely-patched", tmPatched},
 		{"swift", sw},
 		{"hpcc", hp},
 		{"hpcc-ns3", hpNS3},
