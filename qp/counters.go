@@ -42,6 +42,10 @@ type Counters struct {
 	// BadQKey counts datagrams dropped for a Q_Key that is not the
 	// QP's (IBA 10.2.5; the port's Q_Key violation counter).
 	BadQKey uint64
+	// BadAddr counts packets for a connected QP dropped because their
+	// IP source is not the QP's peer or their destination not this
+	// port (rxe's check_addr).
+	BadAddr uint64
 }
 
 // EngineCounters are a device's counters.
@@ -110,6 +114,7 @@ var CounterTable = []CounterDesc[Counters]{
 	{"RNRRetryExcErrs", "retry_rnr_exceeded_err", "Work requests failed after the RNR retry count ran out (rxe retry_rnr_exceeded_err).", func(c *Counters) *uint64 { return &c.RNRRetryExcErrs }},
 	{"CompleterRetries", "completer_retry_err", "Go-back-N retries started by the completer (rxe completer_retry_err).", func(c *Counters) *uint64 { return &c.CompleterRetries }},
 	{"BadQKey", "bad_qkey", "Datagrams dropped for a Q_Key that is not the QP's (IBA 10.2.5, the port's Q_Key violations).", func(c *Counters) *uint64 { return &c.BadQKey }},
+	{"BadAddr", "bad_addr", "Packets for a connected QP dropped for an IP source that is not its peer or a destination that is not this port (rxe check_addr).", func(c *Counters) *uint64 { return &c.BadAddr }},
 }
 
 // EngineCounterTable describes the counters only an engine keeps: the

@@ -56,7 +56,15 @@ func FuzzResponder(f *testing.F) {
 		}
 		buf := make([]byte, link.Headroom+len(pkt))
 		copy(buf[link.Headroom:], pkt)
-		lp := &link.Packet{Buf: buf, Off: link.Headroom, Len: len(pkt)}
+		// From a stranger first: nothing may be accepted or answered
+		// (rxe's check_addr), whatever the packet says.
+		lp := &link.Packet{Buf: buf, Off: link.Headroom, Len: len(pkt), Remote: ctxSpoofer}
+		c.E.Receive(c.Now, []*link.Packet{lp})
+		c.E.Process(c.Now)
+		if len(c.Port.sent) != 0 || c.E.Stats().RxPackets != 0 || !bytes.Equal(all, before) {
+			t.Fatalf("a packet from a stranger was answered (%d packets) or accepted", len(c.Port.sent))
+		}
+		lp.Remote = ctxPeer
 		for range 3 { // again, to reach the duplicate paths
 			c.E.Receive(c.Now, []*link.Packet{lp})
 			c.E.Process(c.Now)
