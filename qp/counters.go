@@ -29,6 +29,10 @@ type Counters struct {
 	DupRequests uint64
 	// ErrNAKsSent counts NAKs for invalid requests and access errors.
 	ErrNAKsSent uint64
+	// RemAccessErrs counts the requests among them NAKed with a
+	// remote access error: a bad R_Key, range or permission (mlx5's
+	// resp_remote_access_errors).
+	RemAccessErrs uint64
 	// Dropped counts packets the QP ignored (stale responses, bad
 	// sequence, wrong state).
 	Dropped uint64
@@ -109,6 +113,7 @@ var CounterTable = []CounterDesc[Counters]{
 	{"ImplicitNAKs", "implicit_naks", "Retries started by a response after a gap.", func(c *Counters) *uint64 { return &c.ImplicitNAKs }},
 	{"DupRequests", "duplicate_request", "Duplicate requests answered or dropped (rxe duplicate_request).", func(c *Counters) *uint64 { return &c.DupRequests }},
 	{"ErrNAKsSent", "err_naks_sent", "NAKs sent for invalid requests and access errors.", func(c *Counters) *uint64 { return &c.ErrNAKsSent }},
+	{"RemAccessErrs", "resp_remote_access_errors", "Requests NAKed with a remote access error: a bad R_Key, range or permission (mlx5 resp_remote_access_errors).", func(c *Counters) *uint64 { return &c.RemAccessErrs }},
 	{"Dropped", "dropped", "Packets a QP ignored (stale, out of sequence, wrong state).", func(c *Counters) *uint64 { return &c.Dropped }},
 	{"RetryExcErrs", "retry_exceeded_err", "Work requests failed after the retry count ran out (rxe retry_exceeded_err).", func(c *Counters) *uint64 { return &c.RetryExcErrs }},
 	{"RNRRetryExcErrs", "retry_rnr_exceeded_err", "Work requests failed after the RNR retry count ran out (rxe retry_rnr_exceeded_err).", func(c *Counters) *uint64 { return &c.RNRRetryExcErrs }},

@@ -3,6 +3,7 @@ package qp
 import (
 	"bytes"
 	"encoding/binary"
+	"math/rand/v2"
 	"net/netip"
 	"testing"
 
@@ -148,6 +149,138 @@ func TestSpoofedSource(t *testing.T) {
 			}
 			if tc.op == bth.RCWriteOnly && !bytes.Equal(c.Mem[:64], payload) {
 				t.Error("the peer's write did not land")
+			}
+		})
+	}
+}
+
+// reconnect takes c's QP through RESET back to RTS, as a peer reconnects
+// after an error, with the PSNs New starts at.
+func reconnect(c *Context) {
+	c.t.Helper()
+	c.modify(&Attr{State: StateReset}, AttrState)
+	c.modify(&Attr{State: StateInit, AccessFlags: accessAll}, AttrState|AttrAccessFlags|AttrPKeyIndex|AttrPort)
+	c.modify(&Attr{State: StateRTR, DestAddr: ctxPeer, PathMTU: ctxMTU, DestQPN: c.PeerQPN, RQPSN: ctxRQPSN, MaxDestRdAtomic: 4, MinRNRTimer: 12},
+		AttrState|AttrAV|AttrPathMTU|AttrDestQPN|AttrRQPSN|AttrMaxDestRdAtomic|AttrMinRNRTimer)
+	c.modify(&Attr{State: StateRTS, Timeout: 14, RetryCnt: 7, RNRRetry: 7, SQPSN: ctxSQPSN, MaxRdAtomic: 4},
+		AttrState|AttrTimeout|AttrRetryCnt|AttrRNRRetry|AttrSQPSN|AttrMaxQPRdAtomic)
+	c.PeerPSN = ctxRQPSN
+}
+
+// TestGuessedRKeys plays a connected peer that has one region's key and
+// guesses others: sequential keys, rxe's and the old index<<8 | generation
+// layout, random ones, and keys near or derived from the one it has. Every
+// guess is NAKed as a remote access error (class C, IBA 9.9.3.1.2: the QP
+// goes to ERR and the peer must reconnect to guess again), and no byte of
+// any region changes.
+func TestGuessedRKeys(t *testing.T) {
+	c := New(t)
+	defer c.Cleanup()
+	c.E.Addr = ctxLocal
+	// Sixteen more regions, each 4 KiB at its own address.
+	regions := []*MR{c.MR}
+	for i := range 16 {
+		m, err := c.E.MRs.Register(1, make([]byte, 4096), 0x100000+uint64(i)<<16, accessAll)
+		if err != nil {
+			t.Fatal(err)
+		}
+		regions = append(regions, m)
+	}
+	live := map[uint32]bool{}
+	var before [][]byte
+	for _, m := range regions {
+		live[m.RKey] = true
+		before = append(before, bytes.Clone(m.Buf))
+	}
+	// The peer was given the first region's key (and the second's, to
+	// extrapolate from).
+	known, known2 := regions[0].RKey, regions[1].RKey
+	var guesses []uint32
+	for k := range uint32(128) {
+		guesses = append(guesses, k)
+	}
+	r := rand.New(rand.NewPCG(16, 16))
+	for idx := range uint32(17) {
+		for gen := range uint32(4) {
+			guesses = append(guesses, idx<<8|gen, idx<<8|uint32(r.IntN(256)), idx<<keyGenBits|gen)
+		}
+	}
+	for range 128 {
+		guesses = append(guesses, r.Uint32())
+	}
+	for b := range 32 {
+		guesses = append(guesses, known^1<<b)
+	}
+	guesses = append(guesses, known+1, known-1, known2+(known2-known), known2^(known2^known)<<1, ^known, known>>8<<8|(known+1)&0xff)
+	tried := 0
+	for i, g := range guesses {
+		if live[g] {
+			continue // a live key is no guess: it is the access it grants
+		}
+		tried++
+		m := regions[i%len(regions)]
+		switch i % 3 {
+		case 0:
+			c.SendRequest(bth.RCWriteOnly, &bth.PacketFields{RETH: bth.RETHFields{VA: m.Addr, RKey: g, DMALen: 8}}, bytes.Repeat([]byte{0xff}, 8), true)
+		case 1:
+			c.SendRequest(bth.RCReadRequest, &bth.PacketFields{RETH: bth.RETHFields{VA: m.Addr, RKey: g, DMALen: 64}}, nil, true)
+		default:
+			c.SendRequest(bth.RCFetchAdd, &bth.PacketFields{AtomicETH: bth.AtomicETHFields{VA: m.Addr, RKey: g, SwapAdd: 1}}, nil, true)
+		}
+		c.Expect(opcodeIs(bth.RCAcknowledge), aethIs(bth.NAK(bth.NAKRemoteAccessError), 0))
+		if c.QP.State() != StateErr {
+			t.Fatalf("guess %#x: state %v, want ERR", g, c.QP.State())
+		}
+		reconnect(c)
+	}
+	if tried < 256 {
+		t.Fatalf("only %d guesses", tried)
+	}
+	for i, m := range regions {
+		if !bytes.Equal(m.Buf, before[i]) {
+			t.Fatalf("region %d (key %#x) changed", i, m.RKey)
+		}
+	}
+	if s := c.E.Stats(); s.RemAccessErrs != uint64(tried) {
+		t.Errorf("resp_remote_access_errors %d, want %d", s.RemAccessErrs, tried)
+	}
+	// The key it has works: the requests above failed for their keys.
+	c.SendRequest(bth.RCWriteOnly, &bth.PacketFields{RETH: bth.RETHFields{VA: regions[1].Addr, RKey: known2, DMALen: 8}}, bytes.Repeat([]byte{0xff}, 8), true)
+	c.Expect(opcodeIs(bth.RCAcknowledge), aethIs(ack, 1))
+	if regions[1].Buf[0] != 0xff {
+		t.Error("a write with the known key did not land")
+	}
+}
+
+// TestReadPastRegion: a READ that reaches past its region by a byte or by
+// terabytes, wraps the address space or starts below the region is NAKed
+// (class C, rxe's check_rkey) and sends no byte of memory; a length over
+// 2^31 is an invalid request (C9-94).
+func TestReadPastRegion(t *testing.T) {
+	const size = 64 << 10 // New's region
+	for _, tc := range []struct {
+		name string
+		va   uint64
+		n    uint32
+		code bth.NAKCode
+	}{
+		{"one byte past", ctxMemBase + size - 63, 64, bth.NAKRemoteAccessError},
+		{"at the end", ctxMemBase + size, 1, bth.NAKRemoteAccessError},
+		{"a page past", ctxMemBase + size + 4096, 64, bth.NAKRemoteAccessError},
+		{"far past", ctxMemBase + 1<<40, 4096, bth.NAKRemoteAccessError},
+		{"2 GiB from the start", ctxMemBase, 1 << 31, bth.NAKRemoteAccessError},
+		{"wraps", 1<<64 - 16, 64, bth.NAKRemoteAccessError},
+		{"below", ctxMemBase - 4096, 4097, bth.NAKRemoteAccessError},
+		{"over 2^31", ctxMemBase, 1<<31 + 1, bth.NAKInvalidRequest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := New(t)
+			defer c.Cleanup()
+			c.SendRequest(bth.RCReadRequest, &bth.PacketFields{RETH: bth.RETHFields{VA: tc.va, RKey: c.MR.RKey, DMALen: tc.n}}, nil, true)
+			c.Expect(opcodeIs(bth.RCAcknowledge), aethIs(bth.NAK(tc.code), 0), payloadLen(0))
+			c.CheckNoPacket()
+			if c.QP.State() != StateErr {
+				t.Errorf("state %v, want ERR", c.QP.State())
 			}
 		})
 	}

@@ -203,6 +203,9 @@ func (e *Engine) respond(q *QP, p *bth.Packet) {
 
 		case respErrClassC:
 			q.Counters.ErrNAKsSent++
+			if r.syndrome == bth.NAK(bth.NAKRemoteAccessError) {
+				q.Counters.RemAccessErrs++
+			}
 			e.sendAck(q, r.syndrome, psn)
 			q.toError()
 			return
