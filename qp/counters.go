@@ -33,6 +33,10 @@ type Counters struct {
 	// remote access error: a bad R_Key, range or permission (mlx5's
 	// resp_remote_access_errors).
 	RemAccessErrs uint64
+	// TooManyRdAtomic counts READ and atomic requests NAKed for
+	// finding every responder resource (max_dest_rd_atomic) still
+	// unanswered (rxe's RESPST_ERR_TOO_MANY_RDMA_ATM_REQ).
+	TooManyRdAtomic uint64
 	// Dropped counts packets the QP ignored (stale responses, bad
 	// sequence, wrong state).
 	Dropped uint64
@@ -114,6 +118,7 @@ var CounterTable = []CounterDesc[Counters]{
 	{"DupRequests", "duplicate_request", "Duplicate requests answered or dropped (rxe duplicate_request).", func(c *Counters) *uint64 { return &c.DupRequests }},
 	{"ErrNAKsSent", "err_naks_sent", "NAKs sent for invalid requests and access errors.", func(c *Counters) *uint64 { return &c.ErrNAKsSent }},
 	{"RemAccessErrs", "resp_remote_access_errors", "Requests NAKed with a remote access error: a bad R_Key, range or permission (mlx5 resp_remote_access_errors).", func(c *Counters) *uint64 { return &c.RemAccessErrs }},
+	{"TooManyRdAtomic", "too_many_rd_atomic", "READ and atomic requests NAKed as invalid for exceeding max_dest_rd_atomic unanswered ones (rxe RESPST_ERR_TOO_MANY_RDMA_ATM_REQ).", func(c *Counters) *uint64 { return &c.TooManyRdAtomic }},
 	{"Dropped", "dropped", "Packets a QP ignored (stale, out of sequence, wrong state).", func(c *Counters) *uint64 { return &c.Dropped }},
 	{"RetryExcErrs", "retry_exceeded_err", "Work requests failed after the retry count ran out (rxe retry_exceeded_err).", func(c *Counters) *uint64 { return &c.RetryExcErrs }},
 	{"RNRRetryExcErrs", "retry_rnr_exceeded_err", "Work requests failed after the RNR retry count ran out (rxe retry_rnr_exceeded_err).", func(c *Counters) *uint64 { return &c.RNRRetryExcErrs }},

@@ -285,3 +285,113 @@ func TestReadPastRegion(t *testing.T) {
 		})
 	}
 }
+
+// drainSent runs the engine until it sends nothing more and returns how many
+// packets it sent, discarding them.
+func drainSent(c *Context) int {
+	n := 0
+	for {
+		c.E.Process(c.Now)
+		if len(c.Port.sent) == 0 {
+			return n
+		}
+		n += len(c.Port.sent)
+		c.Port.sent = nil
+	}
+}
+
+// TestTooManyRdAtomic: max_dest_rd_atomic (4 here) bounds the READs and
+// atomics a peer may have unanswered. A fifth while the first's response
+// is still going out is NAKed as an invalid request (class C), counted,
+// and no resource, response or byte of memory is spent on it.
+func TestTooManyRdAtomic(t *testing.T) {
+	for _, fifth := range []bth.Opcode{bth.RCReadRequest, bth.RCFetchAdd} {
+		t.Run(fifth.String(), func(t *testing.T) {
+			c := New(t)
+			defer c.Cleanup()
+			big, err := c.E.MRs.Register(1, make([]byte, 1<<20), 0x1000000, accessAll)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The first READ's 1024 response packets take many
+			// turns; the next three wait behind it.
+			c.SendRequest(bth.RCReadRequest, &bth.PacketFields{RETH: bth.RETHFields{VA: big.Addr, RKey: big.RKey, DMALen: 1 << 20}}, nil, true)
+			c.PeerPSN = c.PeerPSN.Add(1<<20/ctxMTU - 1)
+			for range 3 {
+				c.SendRequest(bth.RCReadRequest, &bth.PacketFields{RETH: bth.RETHFields{VA: ctxMemBase, RKey: c.MR.RKey, DMALen: 8}}, nil, true)
+			}
+			c.Port.sent = nil
+			before := bytes.Clone(c.Mem)
+			psn := c.PeerPSN
+			if fifth == bth.RCFetchAdd {
+				c.SendRequest(fifth, &bth.PacketFields{AtomicETH: bth.AtomicETHFields{VA: ctxMemBase, RKey: c.MR.RKey, SwapAdd: 1}}, nil, true)
+			} else {
+				c.SendRequest(fifth, &bth.PacketFields{RETH: bth.RETHFields{VA: ctxMemBase, RKey: c.MR.RKey, DMALen: 8}}, nil, true)
+			}
+			c.Expect(opcodeIs(bth.RCAcknowledge), psnIs(psn), aethIs(bth.NAK(bth.NAKInvalidRequest), 4))
+			c.CheckNoPacket()
+			if c.QP.Counters.TooManyRdAtomic != 1 || c.QP.State() != StateErr {
+				t.Errorf("too_many_rd_atomic %d, state %v", c.QP.Counters.TooManyRdAtomic, c.QP.State())
+			}
+			if !bytes.Equal(before, c.Mem) {
+				t.Error("the refused request changed memory")
+			}
+		})
+	}
+}
+
+// TestRdAtomicWithinLimit: a peer that waits for its answers reuses the
+// resources forever, and a resource held only by the replay of a response
+// sent before is free for the next request (the peer that sends it has
+// that response): the replay stops, nothing is NAKed.
+func TestRdAtomicWithinLimit(t *testing.T) {
+	c := New(t)
+	defer c.Cleanup()
+	for i := range 100 {
+		if i%2 == 0 {
+			c.SendRequest(bth.RCReadRequest, &bth.PacketFields{RETH: bth.RETHFields{VA: ctxMemBase, RKey: c.MR.RKey, DMALen: 8}}, nil, true)
+			c.Expect(opcodeIs(bth.RCReadResponseOnly))
+		} else {
+			c.SendRequest(bth.RCFetchAdd, &bth.PacketFields{AtomicETH: bth.AtomicETHFields{VA: ctxMemBase + 8, RKey: c.MR.RKey, SwapAdd: 1}}, nil, true)
+			c.Expect(opcodeIs(bth.RCAtomicAcknowledge))
+		}
+	}
+	big, err := c.E.MRs.Register(1, make([]byte, 1<<20), 0x1000000, accessAll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The oldest resource is next to be recycled: READ A takes it and
+	// is answered in full.
+	for c.QP.resp.resNext != 0 {
+		c.SendRequest(bth.RCReadRequest, &bth.PacketFields{RETH: bth.RETHFields{VA: ctxMemBase, RKey: c.MR.RKey, DMALen: 8}}, nil, true)
+		c.Expect(opcodeIs(bth.RCReadResponseOnly))
+	}
+	reqA := &bth.PacketFields{RETH: bth.RETHFields{VA: big.Addr, RKey: big.RKey, DMALen: 1 << 20}}
+	a := c.PeerPSN
+	c.SendRequest(bth.RCReadRequest, reqA, nil, true)
+	c.PeerPSN = a.Add(1 << 20 / ctxMTU)
+	if n := drainSent(c); n != 1<<20/ctxMTU {
+		t.Fatalf("READ A: %d response packets", n)
+	}
+	// Its duplicate: the replay is in progress when B, C and D queue
+	// behind it, and E needs A's resource.
+	next := c.PeerPSN
+	c.PeerPSN = a
+	c.SendRequest(bth.RCReadRequest, reqA, nil, true)
+	c.PeerPSN = next
+	for range 4 {
+		c.SendRequest(bth.RCReadRequest, &bth.PacketFields{RETH: bth.RETHFields{VA: ctxMemBase, RKey: c.MR.RKey, DMALen: 8}}, nil, true)
+	}
+	drainSent(c)
+	if c.QP.Counters.TooManyRdAtomic != 0 || c.QP.State() != StateRTS {
+		t.Fatalf("too_many_rd_atomic %d, state %v", c.QP.Counters.TooManyRdAtomic, c.QP.State())
+	}
+	for i := range c.QP.resp.res {
+		if c.QP.resp.res[i].owed {
+			t.Errorf("resource %d still owed", i)
+		}
+	}
+	if c.QP.Counters.ErrNAKsSent != 0 {
+		t.Errorf("%d error NAKs", c.QP.Counters.ErrNAKsSent)
+	}
+}
