@@ -304,8 +304,15 @@ func (e *Engine) receiveOne(lp *link.Packet) {
 	}
 	if qpn, ok := cnp.Is(p); ok {
 		// A CNP carries no P_Key check and no PSN: it only names the QP
-		// that must slow down (IBA A17.9.3).
+		// that must slow down (IBA A17.9.3). It comes from the peer,
+		// whose notification point answers the QP's CE-marked packets,
+		// so a connected QP takes it only from there: anyone else
+		// could throttle the QP at will.
 		if q := e.QP(qpn); q != nil {
+			if q.cfg.Type == QPTypeRC && !e.fromPeer(q, lp) {
+				q.Counters.BadAddr++
+				return
+			}
 			e.Counters.CNPsRcvd++
 			e.ccCNP(q)
 		} else {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/uroce/uroce/bth"
+	"github.com/uroce/uroce/cc/cnp"
 	"github.com/uroce/uroce/pkg/link"
 )
 
@@ -393,5 +394,31 @@ func TestRdAtomicWithinLimit(t *testing.T) {
 	}
 	if c.QP.Counters.ErrNAKsSent != 0 {
 		t.Errorf("%d error NAKs", c.QP.Counters.ErrNAKsSent)
+	}
+}
+
+// TestSpoofedCNP: a CNP naming a connected QP slows it only when it comes
+// from the QP's peer; a stranger's is dropped and counted, so it cannot
+// throttle the QP.
+func TestSpoofedCNP(t *testing.T) {
+	c := New(t)
+	defer c.Cleanup()
+	c.E.Addr = ctxLocal
+	buf := make([]byte, link.Headroom+cnp.Len)
+	n, err := cnp.Encode(buf[link.Headroom:], c.QP.QPN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		from      netip.Addr
+		cnps, bad uint64
+	}{
+		{ctxSpoofer, 0, 1},
+		{netip.MustParseAddr("::ffff:10.0.0.2"), 1, 1},
+	} {
+		c.E.Receive(c.Now, []*link.Packet{{Buf: buf, Off: link.Headroom, Len: n, Remote: tc.from, Local: ctxLocal, TOS: cnp.DSCP << 2}})
+		if s := c.E.Stats(); s.CNPsRcvd != tc.cnps || s.BadAddr != tc.bad {
+			t.Errorf("CNP from %v: cnps_rcvd %d, bad_addr %d; want %d and %d", tc.from, s.CNPsRcvd, s.BadAddr, tc.cnps, tc.bad)
+		}
 	}
 }
