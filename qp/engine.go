@@ -377,10 +377,10 @@ func (e *Engine) receiveOne(lp *link.Packet) {
 // address. Without it anyone who learns or guesses a QPN and a PSN in the
 // window could inject requests from elsewhere. The UDP source port is not
 // checked: rxe and ConnectX choose it per QP or per flow for ECMP entropy
-// (the RoCEv2 annex leaves it to the sender), so it says nothing. IPv4 and its
-// IPv4-mapped GID form are the same address. A link that does not report
-// the destination (Local zero), or a port bound to no one address, leaves
-// that half to the socket, which only delivers what was sent to it.
+// (the RoCEv2 annex leaves it to the sender), so it says nothing. IPv4
+// and its IPv4-mapped GID form are the same address. A link that does not
+// report the destination (Local zero), or a port bound to no one address,
+// leaves that half to the socket, which only delivers what was sent to it.
 func (e *Engine) fromPeer(q *QP, lp *link.Packet) bool {
 	if !lp.Remote.IsValid() || !sameAddr(lp.Remote, q.attr.DestAddr) {
 		return false
