@@ -73,6 +73,9 @@ type Context struct {
 	// burst, when not nil, collects what SendPacket sends, for
 	// ReceiveBurst to deliver in one Receive.
 	burst []*link.Packet
+	// Src and Dst, when set, are the IP source and destination
+	// SendPacket's packets carry; Src defaults to the QP's peer.
+	Src, Dst netip.Addr
 }
 
 const (
@@ -160,7 +163,10 @@ func (c *Context) SendPacket(f *bth.PacketFields, payload []byte) {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	lp := &link.Packet{Buf: buf, Off: link.Headroom, Len: n, Remote: ctxPeer}
+	lp := &link.Packet{Buf: buf, Off: link.Headroom, Len: n, Remote: ctxPeer, Local: c.Dst}
+	if c.Src.IsValid() {
+		lp.Remote = c.Src
+	}
 	if c.burst != nil {
 		c.burst = append(c.burst, lp)
 		return

@@ -29,6 +29,14 @@ type Counters struct {
 	DupRequests uint64
 	// ErrNAKsSent counts NAKs for invalid requests and access errors.
 	ErrNAKsSent uint64
+	// RemAccessErrs counts the requests among them NAKed with a
+	// remote access error: a bad R_Key, range or permission (mlx5's
+	// resp_remote_access_errors).
+	RemAccessErrs uint64
+	// TooManyRdAtomic counts READ and atomic requests NAKed for
+	// finding every responder resource (max_dest_rd_atomic) still
+	// unanswered (rxe's RESPST_ERR_TOO_MANY_RDMA_ATM_REQ).
+	TooManyRdAtomic uint64
 	// Dropped counts packets the QP ignored (stale responses, bad
 	// sequence, wrong state).
 	Dropped uint64
@@ -42,6 +50,10 @@ type Counters struct {
 	// BadQKey counts datagrams dropped for a Q_Key that is not the
 	// QP's (IBA 10.2.5; the port's Q_Key violation counter).
 	BadQKey uint64
+	// BadAddr counts packets for a connected QP dropped because their
+	// IP source is not the QP's peer or their destination not this
+	// port (rxe's check_addr).
+	BadAddr uint64
 }
 
 // EngineCounters are a device's counters.
@@ -105,11 +117,14 @@ var CounterTable = []CounterDesc[Counters]{
 	{"ImplicitNAKs", "implicit_naks", "Retries started by a response after a gap.", func(c *Counters) *uint64 { return &c.ImplicitNAKs }},
 	{"DupRequests", "duplicate_request", "Duplicate requests answered or dropped (rxe duplicate_request).", func(c *Counters) *uint64 { return &c.DupRequests }},
 	{"ErrNAKsSent", "err_naks_sent", "NAKs sent for invalid requests and access errors.", func(c *Counters) *uint64 { return &c.ErrNAKsSent }},
+	{"RemAccessErrs", "resp_remote_access_errors", "Requests NAKed with a remote access error: a bad R_Key, range or permission (mlx5 resp_remote_access_errors).", func(c *Counters) *uint64 { return &c.RemAccessErrs }},
+	{"TooManyRdAtomic", "too_many_rd_atomic", "READ and atomic requests NAKed as invalid for exceeding max_dest_rd_atomic unanswered ones (rxe RESPST_ERR_TOO_MANY_RDMA_ATM_REQ).", func(c *Counters) *uint64 { return &c.TooManyRdAtomic }},
 	{"Dropped", "dropped", "Packets a QP ignored (stale, out of sequence, wrong state).", func(c *Counters) *uint64 { return &c.Dropped }},
 	{"RetryExcErrs", "retry_exceeded_err", "Work requests failed after the retry count ran out (rxe retry_exceeded_err).", func(c *Counters) *uint64 { return &c.RetryExcErrs }},
 	{"RNRRetryExcErrs", "retry_rnr_exceeded_err", "Work requests failed after the RNR retry count ran out (rxe retry_rnr_exceeded_err).", func(c *Counters) *uint64 { return &c.RNRRetryExcErrs }},
 	{"CompleterRetries", "completer_retry_err", "Go-back-N retries started by the completer (rxe completer_retry_err).", func(c *Counters) *uint64 { return &c.CompleterRetries }},
 	{"BadQKey", "bad_qkey", "Datagrams dropped for a Q_Key that is not the QP's (IBA 10.2.5, the port's Q_Key violations).", func(c *Counters) *uint64 { return &c.BadQKey }},
+	{"BadAddr", "bad_addr", "Packets for a connected QP dropped for an IP source that is not its peer or a destination that is not this port (rxe check_addr).", func(c *Counters) *uint64 { return &c.BadAddr }},
 }
 
 // EngineCounterTable describes the counters only an engine keeps: the

@@ -304,8 +304,15 @@ func (e *Engine) receiveOne(lp *link.Packet) {
 	}
 	if qpn, ok := cnp.Is(p); ok {
 		// A CNP carries no P_Key check and no PSN: it only names the QP
-		// that must slow down (IBA A17.9.3).
+		// that must slow down (IBA A17.9.3). It comes from the peer,
+		// whose notification point answers the QP's CE-marked packets,
+		// so a connected QP takes it only from there: anyone else
+		// could throttle the QP at will.
 		if q := e.QP(qpn); q != nil {
+			if q.cfg.Type == QPTypeRC && !e.fromPeer(q, lp) {
+				q.Counters.BadAddr++
+				return
+			}
 			e.Counters.CNPsRcvd++
 			e.ccCNP(q)
 		} else {
@@ -328,6 +335,10 @@ func (e *Engine) receiveOne(lp *link.Packet) {
 		// The opcode is not of the QP's service (rxe's
 		// check_type_state).
 		q.Counters.Dropped++
+		return
+	}
+	if svc == bth.ServiceRC && !e.fromPeer(q, lp) {
+		q.Counters.BadAddr++
 		return
 	}
 	// IBA 10.9.3: the low 15 bits must match and one side must be a full
@@ -358,6 +369,30 @@ func (e *Engine) receiveOne(lp *link.Packet) {
 		return
 	}
 	e.complete(q, p)
+}
+
+// fromPeer reports whether a connected QP's packet came from the QP's peer
+// to this port, as rxe's check_addr requires of RC and UC packets: the IP
+// source must be the path's destination and the IP destination the port's
+// address. Without it anyone who learns or guesses a QPN and a PSN in the
+// window could inject requests from elsewhere. The UDP source port is not
+// checked: rxe and ConnectX choose it per QP or per flow for ECMP entropy
+// (the RoCEv2 annex leaves it to the sender), so it says nothing. IPv4
+// and its IPv4-mapped GID form are the same address. A link that does not
+// report the destination (Local zero), or a port bound to no one address,
+// leaves that half to the socket, which only delivers what was sent to it.
+func (e *Engine) fromPeer(q *QP, lp *link.Packet) bool {
+	if !lp.Remote.IsValid() || !sameAddr(lp.Remote, q.attr.DestAddr) {
+		return false
+	}
+	l := lp.Local
+	return !l.IsValid() || !e.Addr.IsValid() || e.Addr.IsUnspecified() || sameAddr(l, e.Addr)
+}
+
+// sameAddr reports whether a and b are one IP address, IPv4 in either
+// form, whatever IPv6 zone either names. It does not allocate.
+func sameAddr(a, b netip.Addr) bool {
+	return a.Unmap().WithZone("") == b.Unmap().WithZone("")
 }
 
 // Process fires the timers that are due and lets QPs with work send, then

@@ -11,6 +11,14 @@ import (
 // FuzzResponder feeds arbitrary packets to an RTS QP whose memory holds a
 // writable region between guard bytes and a read-only region: the engine
 // must never panic and never write anywhere but the writable region.
+// fuzzKeys is the key cipher's key in FuzzResponder, fixed so that the
+// seeds name the regions.
+const fuzzKeys = 0x5eed_0f_4e5f0fd5
+
+// rekey gives the table a fixed cipher key, for tests; only an empty table
+// may be rekeyed.
+func (t *MRTable) rekey(k uint64) { t.keys, t.keyed = newKeyCipher(k), true }
+
 func FuzzResponder(f *testing.F) {
 	seed := func(op bth.Opcode, pf bth.PacketFields, payload []byte) {
 		pf.BTH.Opcode, pf.BTH.PSN, pf.BTH.AckReq, pf.BTH.PKey = op, ctxRQPSN, true, 0xffff
@@ -20,14 +28,21 @@ func FuzzResponder(f *testing.F) {
 		}
 		f.Add(b)
 	}
-	key := uint32(1<<8 | 1) // the first region New registers
+	// The keys the regions below get under fuzzKeys, so seeds reach
+	// them: the writable region takes slot 1 again, the read-only slot 2.
+	var keys MRTable
+	keys.rekey(fuzzKeys)
+	key := keys.keys.encrypt(1<<keyGenBits | 2)
+	roKey := keys.keys.encrypt(2<<keyGenBits | 1)
 	seed(bth.RCSendOnly, bth.PacketFields{}, []byte("hello"))
 	seed(bth.RCSendFirst, bth.PacketFields{}, make([]byte, ctxMTU))
 	seed(bth.RCWriteOnly, bth.PacketFields{RETH: bth.RETHFields{VA: ctxMemBase, RKey: key, DMALen: 8}}, make([]byte, 8))
 	seed(bth.RCWriteOnlyImm, bth.PacketFields{RETH: bth.RETHFields{VA: ctxMemBase + 4, RKey: key, DMALen: 3}, ImmDt: 9}, make([]byte, 3))
 	seed(bth.RCReadRequest, bth.PacketFields{RETH: bth.RETHFields{VA: ctxMemBase, RKey: key, DMALen: 3000}}, nil)
 	seed(bth.RCFetchAdd, bth.PacketFields{AtomicETH: bth.AtomicETHFields{VA: ctxMemBase + 8, RKey: key, SwapAdd: 1}}, nil)
-	seed(bth.RCCompareSwap, bth.PacketFields{AtomicETH: bth.AtomicETHFields{VA: ctxMemBase + 16, RKey: key + 1<<8}}, nil)
+	seed(bth.RCCompareSwap, bth.PacketFields{AtomicETH: bth.AtomicETHFields{VA: ctxMemBase + 16, RKey: roKey}}, nil)
+	seed(bth.RCReadRequest, bth.PacketFields{RETH: bth.RETHFields{VA: ctxMemBase + 0x10000, RKey: roKey, DMALen: 4096}}, nil)
+	seed(bth.RCWriteOnly, bth.PacketFields{RETH: bth.RETHFields{VA: ctxMemBase + 0x10000, RKey: roKey, DMALen: 8}}, make([]byte, 8))
 	f.Fuzz(func(t *testing.T, pkt []byte) {
 		c := New(t)
 		c.Port.free = 512 // a link's buffers are finite; a 2 GiB READ must not run away
@@ -36,6 +51,7 @@ func FuzzResponder(f *testing.F) {
 		if err := c.E.MRs.Deregister(c.MR.LKey); err != nil {
 			t.Fatal(err)
 		}
+		c.E.MRs.rekey(fuzzKeys)
 		all := make([]byte, 16384)
 		for i := range all {
 			all[i] = byte(i*31 + 7)
@@ -45,8 +61,12 @@ func FuzzResponder(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.E.MRs.Register(1, all[12288:], ctxMemBase+0x10000, AccessRemoteRead); err != nil {
+		ro, err := c.E.MRs.Register(1, all[12288:], ctxMemBase+0x10000, AccessRemoteRead)
+		if err != nil {
 			t.Fatal(err)
+		}
+		if mr.RKey != key || ro.RKey != roKey {
+			t.Fatalf("keys %#x and %#x, seeds use %#x and %#x", mr.RKey, ro.RKey, key, roKey)
 		}
 		c.QP.rq.head, c.QP.rq.tail = 0, 0
 		c.PostRecv(1, SGE{Addr: ctxMemBase + 1024, Length: 512, LKey: mr.LKey})
@@ -56,7 +76,15 @@ func FuzzResponder(f *testing.F) {
 		}
 		buf := make([]byte, link.Headroom+len(pkt))
 		copy(buf[link.Headroom:], pkt)
-		lp := &link.Packet{Buf: buf, Off: link.Headroom, Len: len(pkt)}
+		// From a stranger first: nothing may be accepted or answered
+		// (rxe's check_addr), whatever the packet says.
+		lp := &link.Packet{Buf: buf, Off: link.Headroom, Len: len(pkt), Remote: ctxSpoofer}
+		c.E.Receive(c.Now, []*link.Packet{lp})
+		c.E.Process(c.Now)
+		if len(c.Port.sent) != 0 || c.E.Stats().RxPackets != 0 || !bytes.Equal(all, before) {
+			t.Fatalf("a packet from a stranger was answered (%d packets) or accepted", len(c.Port.sent))
+		}
+		lp.Remote = ctxPeer
 		for range 3 { // again, to reach the duplicate paths
 			c.E.Receive(c.Now, []*link.Packet{lp})
 			c.E.Process(c.Now)

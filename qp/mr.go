@@ -44,22 +44,35 @@ func (m *MR) slice(va uint64, n uint64) ([]byte, bool) {
 	return m.Buf[off : off+n], true
 }
 
-// MRTable maps keys to regions in O(1): a key is the slot index shifted
-// left by 8 with a per-slot generation in the low byte, as rxe builds its
-// keys, so a stale key of a reused slot does not match.
+// MRTable maps keys to regions in O(1): a key is the encryption of the
+// slot's index and a per-slot generation (mrkey.go) under a cipher drawn
+// at random for the table, so keys cannot be guessed from one another and
+// a stale key of a reused slot does not match. Freed slots are reused
+// oldest first, so a slot, and with it a key, comes back as late as it
+// can. The zero value is an empty table.
 type MRTable struct {
 	slots []mrSlot
-	free  []uint32
+	// free holds the free slots, free[freeHead:] in the order freed.
+	free     []uint32
+	freeHead int
+	keys     keyCipher
+	keyed    bool
+	// recent maps a key's low byte to the slot of the key seen last
+	// with it: a lookup whose slot holds that very key skips the
+	// cipher's 22 rounds, which cost a lookup tenfold.
+	recent [256]uint32
 }
 
 type mrSlot struct {
 	mr  *MR
-	gen uint8
+	key uint32
+	gen uint16
 }
 
 // Register adds a region and returns it with its keys. Remote write or
 // atomic access requires local write, as IBA 10.6.3.1 and ibv_reg_mr do.
-// It returns ErrBadMR for such a combination or unknown flags.
+// It returns ErrBadMR for such a combination or unknown flags, and
+// ErrBusy when the table holds its most regions (about a million).
 func (t *MRTable) Register(pd uint32, buf []byte, addr uint64, access Access) (*MR, error) {
 	if access&^accessAll != 0 {
 		return nil, fmt.Errorf("register: %w: unknown access flags %#x", ErrBadMR, uint32(access))
@@ -70,16 +83,22 @@ func (t *MRTable) Register(pd uint32, buf []byte, addr uint64, access Access) (*
 	if addr+uint64(len(buf)) < addr {
 		return nil, fmt.Errorf("register: %w: region wraps the address space", ErrBadMR)
 	}
+	if !t.keyed {
+		t.keys, t.keyed = randomKeyCipher(), true
+	}
 	var idx uint32
-	if n := len(t.free); n > 0 {
-		idx = t.free[n-1]
-		t.free = t.free[:n-1]
+	if t.freeHead < len(t.free) {
+		idx = t.free[t.freeHead]
+		t.freeHead++
+		if t.freeHead == len(t.free) {
+			t.free, t.freeHead = t.free[:0], 0
+		}
 	} else {
-		if len(t.slots) >= 1<<24 {
+		if len(t.slots) >= maxMRSlots {
 			return nil, fmt.Errorf("register: %w: table full", ErrBusy)
 		}
-		// Slot 0 is never used, so key 0 (a zero-length READ's R_Key)
-		// never names a region.
+		// Slot 0 is never used, so a key decrypting to it never
+		// names a region.
 		if len(t.slots) == 0 {
 			t.slots = append(t.slots, mrSlot{})
 		}
@@ -87,10 +106,17 @@ func (t *MRTable) Register(pd uint32, buf []byte, addr uint64, access Access) (*
 		t.slots = append(t.slots, mrSlot{})
 	}
 	s := &t.slots[idx]
-	s.gen++
-	key := idx<<8 | uint32(s.gen)
+	s.gen = (s.gen + 1) & keyGenMask
+	key := t.keys.encrypt(idx<<keyGenBits | uint32(s.gen))
+	if key == 0 {
+		// Key 0 is a zero-length READ's R_Key (C9-88) and must name
+		// nothing: one slot generation in 2^32 skips ahead.
+		s.gen = (s.gen + 1) & keyGenMask
+		key = t.keys.encrypt(idx<<keyGenBits | uint32(s.gen))
+	}
 	m := &MR{Buf: buf, Addr: addr, LKey: key, RKey: key, Access: access, PD: pd, valid: true}
-	s.mr = m
+	s.mr, s.key = m, key
+	t.recent[uint8(key)] = idx
 	return m, nil
 }
 
@@ -102,21 +128,37 @@ func (t *MRTable) Deregister(key uint32) error {
 		return fmt.Errorf("deregister %#x: %w", key, ErrNoMR)
 	}
 	m.valid = false
-	idx := key >> 8
-	t.slots[idx].mr = nil
+	idx := t.keys.decrypt(key) >> keyGenBits
+	t.slots[idx].mr, t.slots[idx].key = nil, 0
+	if t.freeHead > 0 && 2*t.freeHead >= len(t.free) {
+		// Half the list is spent: move the rest down rather than
+		// let append grow it.
+		n := copy(t.free, t.free[t.freeHead:])
+		t.free, t.freeHead = t.free[:n], 0
+	}
 	t.free = append(t.free, idx)
 	return nil
 }
 
 func (t *MRTable) lookup(key uint32) *MR {
-	idx := key >> 8
+	if key == 0 || len(t.slots) == 0 {
+		return nil
+	}
+	// Slot 0 is never used and holds key 0, so a zero entry of recent
+	// never matches a key.
+	if s := &t.slots[t.recent[uint8(key)]]; s.key == key && s.mr != nil {
+		return s.mr
+	}
+	idx := t.keys.decrypt(key) >> keyGenBits
 	if idx == 0 || int(idx) >= len(t.slots) {
 		return nil
 	}
+	// The slot's key is the one its generation makes.
 	s := &t.slots[idx]
-	if s.mr == nil || uint8(key) != s.gen {
+	if s.mr == nil || s.key != key {
 		return nil
 	}
+	t.recent[uint8(key)] = idx
 	return s.mr
 }
 

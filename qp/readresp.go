@@ -72,7 +72,7 @@ func (e *Engine) startResponse(res *resource, r *responder, psn bth.PSN, va uint
 func (e *Engine) nextResponse(q *QP) {
 	r := &q.resp
 	done := r.rdRes
-	done.owed = false
+	done.owed, done.sent = false, true
 	r.rdRes = nil
 	var next *resource
 	if n := len(r.res); n > 0 {

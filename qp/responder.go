@@ -29,7 +29,10 @@ type responder struct {
 	length uint32
 	mr     *MR
 	// res are the READ/atomic responder resources (max_dest_rd_atomic),
-	// recycled oldest first, to answer duplicates (IBA 9.7.5.1.3).
+	// recycled oldest first, to answer duplicates (IBA 9.7.5.1.3): they
+	// are the whole of the READ and atomic replay state, so a peer that
+	// never stops asking meets their number, not the memory's
+	// (freeResource).
 	res     []resource
 	resNext int
 	rdPSN   bth.PSN
@@ -65,6 +68,7 @@ type resource struct {
 	orig              uint64 // an atomic's result, replayed, never recomputed
 	msn               uint32 // the MSN once the request was executed
 	owed              bool   // its response is in progress or queued
+	sent              bool   // its response went out in full once
 }
 
 // respState is a step of the responder (rxe's enum resp_states), in the
@@ -140,7 +144,13 @@ func (e *Engine) respond(q *QP, p *bth.Packet) {
 
 		case respCheckResource:
 			state = respCheckLength
-			if info.Mask&(bth.Read|bth.Atomic) != 0 && len(r.res) == 0 {
+			if info.Mask&(bth.Read|bth.Atomic) != 0 && !e.freeResource(q) {
+				// More READ/atomic requests outstanding than
+				// max_dest_rd_atomic: the invalid request NAK,
+				// whose causes the IBA's NAK codes list
+				// "too many RDMA READ or ATOMIC requests"
+				// among (rxe's RESPST_ERR_TOO_MANY_RDMA_ATM_REQ).
+				q.Counters.TooManyRdAtomic++
 				state = e.classC(q, bth.NAKInvalidRequest, WCRemInvReqErr)
 			} else if info.Mask&bth.ConsumesRecv != 0 && !r.haveWQE {
 				// An empty receive queue or SRQ: RNR NAK (rxe's
@@ -203,6 +213,9 @@ func (e *Engine) respond(q *QP, p *bth.Packet) {
 
 		case respErrClassC:
 			q.Counters.ErrNAKsSent++
+			if r.syndrome == bth.NAK(bth.NAKRemoteAccessError) {
+				q.Counters.RemAccessErrs++
+			}
 			e.sendAck(q, r.syndrome, psn)
 			q.toError()
 			return
@@ -403,6 +416,35 @@ func (e *Engine) execute(q *QP, p *bth.Packet, info *bth.OpcodeInfo, psn bth.PSN
 		return respComplete
 	}
 	return respAcknowledge
+}
+
+// freeResource reports whether a new READ or atomic request has a
+// responder resource: the oldest, which newResource recycles, unless its
+// response has never gone out in full. A requester may have no more such
+// requests outstanding than the responder's max_dest_rd_atomic, and one
+// is outstanding until its response arrives, so a peer that reaches an
+// unanswered resource asks for more than it may (and recycling it would
+// lose the response in progress, or an atomic's result before it was
+// ever sent). A resource owed again only for a duplicate was answered
+// before: the requester that moved on has that answer, so the replay
+// stops and the resource is free.
+func (e *Engine) freeResource(q *QP) bool {
+	r := &q.resp
+	if len(r.res) == 0 {
+		return false
+	}
+	res := &r.res[r.resNext]
+	switch {
+	case !res.owed:
+		return true
+	case !res.sent:
+		return false
+	case r.rdRes == res:
+		e.nextResponse(q)
+	default:
+		res.owed = false
+	}
+	return true
 }
 
 func (r *responder) newResource() *resource {

@@ -267,8 +267,10 @@ type MR struct {
 
 // RegMR registers buf with the access flags: O(1), no page pinning; the MR
 // keeps buf alive until Dereg. Its address is buf's own, so a peer can be
-// given &buf[i] as a remote address. It returns an error wrapping
-// qp.ErrBadMR for remote write or atomic access without local write.
+// given &buf[i] as a remote address. Its key (LKey and RKey are one) is
+// a random-looking 32-bit value that tells nothing about any other
+// region's (docs/security.md). It returns an error wrapping qp.ErrBadMR
+// for remote write or atomic access without local write.
 func (pd *PD) RegMR(buf []byte, access Access) (*MR, error) {
 	var m *qp.MR
 	err := pd.d.withEngine(func() (err error) {

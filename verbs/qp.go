@@ -1,6 +1,8 @@
 package verbs
 
 import (
+	"crypto/rand"
+	"encoding/binary"
 	"fmt"
 	"net/netip"
 
@@ -39,6 +41,10 @@ type QPInit struct {
 type QueuePair struct {
 	pd *PD
 	q  *qp.QP
+	// psn is the first send PSN Endpoint(0) and Connect take when given
+	// none: random, so that a stranger who learns the QPN still has a
+	// 24-bit PSN to guess (rdma_cm and perftest pick theirs so too).
+	psn uint32
 }
 
 // CreateQP makes a QP in RESET. Errors wrap ErrWrongDevice, ErrBadAttr,
@@ -67,7 +73,22 @@ func (pd *PD) CreateQP(init *QPInit) (*QueuePair, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &QueuePair{pd: pd, q: q}, nil
+	return &QueuePair{pd: pd, q: q, psn: RandomPSN()}, nil
+}
+
+// RandomPSN returns a first PSN from the system's random source: 24 bits,
+// never 0 (which Endpoint, Connect and rdmacm read as "pick one"). A PSN
+// in the window is one of the things a stranger must guess to inject a
+// request (docs/security.md), so it comes from crypto/rand rather than a
+// generator whose state its outputs reveal.
+func RandomPSN() uint32 {
+	for {
+		var b [4]byte
+		rand.Read(b[:]) // never fails (crypto/rand, Go 1.24 on)
+		if psn := binary.LittleEndian.Uint32(b[:]) & 0xffffff; psn != 0 {
+			return psn
+		}
+	}
 }
 
 // QPN returns the QP number.
@@ -122,11 +143,18 @@ type ConnectOptions struct {
 	RNRRetry    uint8  // 0 means 7
 	MinRNRTimer uint8  // 0 means 12 (0.64 ms)
 	RdAtomic    uint8  // 0 means 16, both directions
-	PSN         uint32 // this side's first PSN
+	// PSN is this side's first PSN; 0 means the QP's own random one,
+	// the one Endpoint(0) gives the peer.
+	PSN uint32
 }
 
-// Endpoint returns this QP's side of a connection with the given first PSN.
+// Endpoint returns this QP's side of a connection with the given first
+// PSN; 0 means the QP's own random one (RandomPSN, drawn at CreateQP),
+// which Connect then takes when its options give no PSN either.
 func (q *QueuePair) Endpoint(psn uint32) Endpoint {
+	if psn == 0 {
+		psn = q.psn
+	}
 	return Endpoint{Addr: q.pd.d.Addr(), QPN: q.QPN(), PSN: psn}
 }
 
@@ -148,6 +176,9 @@ func (q *QueuePair) Connect(remote Endpoint, o ConnectOptions) error {
 	def(&o.RNRRetry, 7)
 	def(&o.MinRNRTimer, 12)
 	def(&o.RdAtomic, 16)
+	if o.PSN == 0 {
+		o.PSN = q.psn
+	}
 	steps := []struct {
 		a QPAttr
 		m AttrMask

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"runtime"
 	"time"
 
@@ -95,7 +94,7 @@ func (b *bench) Setup(sys perftest.SysData) ([]perftest.Dest, error) {
 			return nil, fmt.Errorf("setup: %w", err)
 		}
 		b.qps = append(b.qps, qp)
-		d := perftest.Dest{OutReads: c.kind.outReads(), QPN: qp.QPN(), PSN: rand.Uint32() & 0xffffff,
+		d := perftest.Dest{OutReads: c.kind.outReads(), QPN: qp.QPN(), PSN: verbs.RandomPSN(),
 			RKey: rkey, VAddr: b.mr.Addr() + uint64((q+i)*b.blk)}
 		d.GID = gids[c.gidIdx].As16()
 		b.mine = append(b.mine, d)

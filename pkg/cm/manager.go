@@ -29,6 +29,9 @@ const (
 	// passive side sends when a REQ is repeated before the application
 	// answered (CMA_CM_MRA_SETTING's 24: about a minute).
 	DefaultMRAServiceTimeout = 24
+	// DefaultMaxConns bounds the connections a manager holds, in any
+	// state: a few tens of MB of state at most.
+	DefaultMaxConns = 1 << 16
 )
 
 // Config configures a Manager. Zero fields take the defaults above.
@@ -57,6 +60,13 @@ type Config struct {
 	// MinRNRTimer is the RNR NAK timer code for connected QPs (0, which
 	// is 655 ms, is what ib_cm gives).
 	MinRNRTimer uint8
+	// MaxConns bounds the connections the manager holds, whatever their
+	// state; 0 means DefaultMaxConns. A REQ flood is a SYN flood: each
+	// new REQ for a listened service makes a connection, which stays
+	// until the application answers and then through time-wait, and
+	// REQs are easy to forge. Beyond the bound a REQ is rejected with
+	// "no resources" and keeps no state (Counters.Overloaded).
+	MaxConns int
 }
 
 // Counters count the manager's traffic and the messages it dropped.
@@ -67,6 +77,9 @@ type Counters struct {
 	Duplicates      uint64 // repeated messages answered (REQ, REP, DREQ)
 	Malformed       uint64
 	Dropped         uint64 // unknown connection, unexpected or unsupported
+	// Overloaded counts REQs rejected because MaxConns connections
+	// exist.
+	Overloaded uint64
 }
 
 // Manager is the connection manager of one port: listeners, connections
@@ -106,6 +119,9 @@ func New(cfg Config) (*Manager, error) {
 	def(&cfg.TargetACKDelay, DefaultTargetACKDelay)
 	def(&cfg.PacketLifetime, DefaultPacketLifetime)
 	def(&cfg.MRAServiceTimeout, DefaultMRAServiceTimeout)
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = DefaultMaxConns
+	}
 	if cfg.CMResponseTimeout > 31 || cfg.MaxCMRetries > 15 || cfg.TargetACKDelay > 31 || cfg.PacketLifetime > 31 || cfg.MRAServiceTimeout > 31 {
 		return nil, fmt.Errorf("new manager: timeout or retry field too wide: %w", ErrBadParam)
 	}

@@ -27,6 +27,11 @@ func (m *Manager) handleREQ(now time.Time, src Address, msg mad.MAD) error {
 		reason = mad.RejInvalidMTU
 	case r.LocalQPN() == 0:
 		reason = mad.RejNoQP
+	case len(m.conns) >= m.cfg.MaxConns:
+		// Rejected from no connection, so a flood of forged REQs
+		// costs a REJ each and no memory (Config.MaxConns).
+		m.Counters.Overloaded++
+		reason = mad.RejNoResources
 	case m.staleQPN(src.GID, r.LocalQPN()):
 		// A new REQ from a QP we are still connected to: the peer lost
 		// the old connection (IBA 12.9.8.3.2 "stale connection"). The

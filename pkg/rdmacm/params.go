@@ -55,7 +55,7 @@ func (p *Params) withDefaults() Params {
 	def(&q.RetryCount, 7)
 	def(&q.RNRRetryCount, 7)
 	if q.PSN == 0 {
-		q.PSN = rand.Uint32() & 0xffffff
+		q.PSN = verbs.RandomPSN()
 	}
 	q.PSN &= 0xffffff
 	if q.Access == 0 {
