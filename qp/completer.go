@@ -351,6 +351,7 @@ func (e *Engine) retransTimeout(q *QP) {
 			return
 		}
 		if !charged {
+			q.Counters.Timeouts++
 			q.Counters.EarlyRetransTimeouts++
 			e.goBackN(q)
 			return

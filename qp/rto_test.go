@@ -154,10 +154,10 @@ func TestDeadPeer(t *testing.T) {
 					t.Errorf("RETRY_EXC_ERR %v after the send, want %d × %v = %v", at.Sub(sent), retry+1, T, want.Sub(sent))
 				}
 				got := a.Counters
-				if n := got.Timeouts - c0.Timeouts; n != uint64(retry)+1 {
+				early := got.EarlyRetransTimeouts - c0.EarlyRetransTimeouts
+				if n := got.Timeouts - c0.Timeouts - early; n != uint64(retry)+1 {
 					t.Errorf("%d IBA timeouts, want %d", n, retry+1)
 				}
-				early := got.EarlyRetransTimeouts - c0.EarlyRetransTimeouts
 				if mode == 0 && early == 0 {
 					t.Error("no early retransmission in adaptive mode")
 				}
@@ -264,7 +264,7 @@ func TestLossTail(t *testing.T) {
 		typ, worst := lat[len(lat)/2], lat[len(lat)-1]
 		ratio[mode] = float64(worst) / float64(typ)
 		st := p.a.qp.Counters
-		t.Logf("fixed=%-5v t_typical %v t_99 %v t_max %v (%.0f×), retransmits %d, IBA timeouts %d, early %d",
+		t.Logf("fixed=%-5v t_typical %v t_99 %v t_max %v (%.0f×), retransmits %d, timeouts %d (early %d)",
 			mode != 0, typ, lat[len(lat)*99/100], worst, ratio[mode], st.Retransmits+p.b.qp.Counters.Retransmits,
 			st.Timeouts+p.b.qp.Counters.Timeouts, st.EarlyRetransTimeouts+p.b.qp.Counters.EarlyRetransTimeouts)
 	}
