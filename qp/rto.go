@@ -73,7 +73,8 @@ type rtoState struct {
 	timing   bool
 	timedPSN bth.PSN
 	timedAt  time.Time
-	backoff  uint8
+	// backoff counts the timeouts since the last sample (RFC 6298 5.5).
+	backoff uint8
 	// ibaOnly: only the IBA timer runs, because the oldest unanswered
 	// request is a READ or more than earlyMaxBytes are unanswered
 	// (earlyOK).
@@ -102,8 +103,8 @@ func (q *QP) earlyOK() bool {
 	return q.sq.head == q.sq.tail || q.sq.at(q.sq.head).wr.Opcode != WRRead
 }
 
-// adaptive reports whether q retransmits on its RTO: RC, not asked for
-// the fixed timer, and a finite IBA timeout to cap it.
+// adaptive reports whether q retransmits on its RTO: not asked for the
+// fixed timer, and with a finite IBA timeout to cap it.
 func (q *QP) adaptive() bool {
 	return q.attr.Retrans&RetransFixed == 0 && q.attr.Timeout != 0
 }
