@@ -2,6 +2,7 @@ package qp
 
 import (
 	"encoding/binary"
+	"time"
 
 	"github.com/uroce/uroce/bth"
 )
@@ -138,7 +139,7 @@ func (e *Engine) complete(q *QP, p *bth.Packet) {
 				q.comp.psn = psn
 			}
 			q.req.needRetry, q.req.waitRNR = true, true
-			e.stopTimer(&q.retrans)
+			e.stopRetrans(q)
 			us := bth.RNRTimeout(p.AETH().Syndrome().RNRTimer())
 			e.setTimer(&q.rnr, e.now.Add(durationUS(us)))
 			return
@@ -154,6 +155,9 @@ func (e *Engine) complete(q *QP, p *bth.Packet) {
 			// rxe kicks the timer down the road on every response;
 			// we do on progress only, so stale duplicates cannot
 			// postpone a retry forever.
+			if progress {
+				q.rtoAcked()
+			}
 			if progress || q.retrans.idx < 0 {
 				e.rearmRetrans(q)
 			}
@@ -295,7 +299,9 @@ func (e *Engine) readResponse(q *QP, w *sendWQE, p *bth.Packet, psn bth.PSN) com
 func scatter(w *sendWQE, off uint32, data []byte) { copySGL(w.sge, w.mrs, off, data, true) }
 
 // errorRetry decides on a go-back-N (rxe's COMPST_ERROR_RETRY): it spends
-// one retry unless the counter is 7, and fails the WQE when none are left.
+// one retry, and fails the WQE when none are left. A RetryCnt of 7 is
+// seven retries (IBA 9.7.6.1.3, C9-140; ConnectX), unless the QP asked
+// for rxe's "7 is forever" (RetransRetry7Forever).
 func (e *Engine) errorRetry(q *QP, w *sendWQE, timeout bool) compState {
 	if q.comp.startedRetry && !timeout {
 		return compDone
@@ -305,28 +311,51 @@ func (e *Engine) errorRetry(q *QP, w *sendWQE, timeout bool) compState {
 		q.Counters.RetryExcErrs++
 		return compError
 	}
-	if q.comp.retryCnt != 7 {
+	if !q.retryForever(q.comp.retryCnt) {
 		q.comp.retryCnt--
 	}
 	q.Counters.CompleterRetries++
-	// Nothing to retry when everything sent has been answered.
+	e.goBackN(q)
+	return compDone
+}
+
+// goBackN asks the requester to resend from comp.psn; nothing is resent
+// when everything sent has been answered.
+func (e *Engine) goBackN(q *QP) {
 	if q.req.psn.After(q.comp.psn) {
 		q.req.needRetry = true
 		q.comp.startedRetry = true
 		e.schedule(q)
 		e.ccLoss(q)
 	}
-	return compDone
 }
 
-// retransTimeout handles the local ACK timeout (IBA 9.7.6.1.3).
+// retransTimeout handles the local ACK timeout (IBA 9.7.6.1.3), and in
+// adaptive mode the RTO's early retransmissions, which spend no retry:
+// the retry count is charged once per IBA timeout without progress, so
+// RetryCnt bounds the time a dead peer takes to fail, not the number of
+// packets sent to it.
 func (e *Engine) retransTimeout(q *QP) {
 	if !q.state.sends() || q.sq.head == q.sq.next && (q.sq.head == q.sq.tail || q.sq.at(q.sq.head).state == wqePosted) {
+		q.rto.budget = time.Time{}
 		return
 	}
 	w := q.sq.at(q.sq.head)
 	if w.state == wqePosted {
+		q.rto.budget = time.Time{}
 		return
+	}
+	if q.adaptive() {
+		due, charged := e.rtoExpired(q)
+		if !due {
+			return
+		}
+		if !charged {
+			q.Counters.Timeouts++
+			q.Counters.EarlyRetransTimeouts++
+			e.goBackN(q)
+			return
+		}
 	}
 	q.Counters.Timeouts++
 	if e.errorRetry(q, w, true) == compError {
@@ -338,12 +367,10 @@ func (e *Engine) retransTimeout(q *QP) {
 // stops it otherwise (rxe's COMPST_EXIT).
 func (e *Engine) rearmRetrans(q *QP) {
 	if q.state.sends() && q.req.psn.After(q.comp.psn) && !q.req.waitRNR {
-		if d := q.timeoutDur(); d > 0 {
-			e.setTimer(&q.retrans, e.now.Add(d))
-		}
+		e.restartRetrans(q)
 		return
 	}
-	e.stopTimer(&q.retrans)
+	e.stopRetrans(q)
 }
 
 func (q *QP) resetRetry() {

@@ -16,8 +16,13 @@ type Counters struct {
 	CompletedRecvs uint64
 	// Retransmits counts request packets sent again (go-back-N).
 	Retransmits uint64
-	// Timeouts counts local ACK timeouts that started a retry.
+	// Timeouts counts ACK timeouts that started a retry: the IBA local
+	// ACK timeout's and the adaptive RTO's.
 	Timeouts uint64
+	// EarlyRetransTimeouts counts the Timeouts of the adaptive RTO
+	// before the IBA local ACK timeout: each started a go-back-N that
+	// spent no retry.
+	EarlyRetransTimeouts uint64
 	// SeqNAKsRcvd counts NAK PSN sequence errors received; SeqNAKsSent
 	// those sent (rxe's out_of_seq_request).
 	SeqNAKsRcvd, SeqNAKsSent uint64
@@ -109,7 +114,8 @@ var CounterTable = []CounterDesc[Counters]{
 	{"RDMASends", "rdma_sends", "SEND work requests completed successfully (rxe rdma_sends).", func(c *Counters) *uint64 { return &c.RDMASends }},
 	{"CompletedRecvs", "completed_recvs", "Receive work requests completed successfully (what rxe counts as rdma_recvs).", func(c *Counters) *uint64 { return &c.CompletedRecvs }},
 	{"Retransmits", "retransmits", "Request packets sent again.", func(c *Counters) *uint64 { return &c.Retransmits }},
-	{"Timeouts", "local_ack_timeouts", "Local ACK timeouts that started a retry.", func(c *Counters) *uint64 { return &c.Timeouts }},
+	{"Timeouts", "local_ack_timeouts", "ACK timeouts that started a retry, the adaptive RTO's included.", func(c *Counters) *uint64 { return &c.Timeouts }},
+	{"EarlyRetransTimeouts", "adaptive_retrans_timeouts", "ACK timeouts of the adaptive RTO before the IBA local ACK timeout, which spend no retry.", func(c *Counters) *uint64 { return &c.EarlyRetransTimeouts }},
 	{"SeqNAKsRcvd", "rcvd_seq_err", "PSN sequence error NAKs received (rxe rcvd_seq_err).", func(c *Counters) *uint64 { return &c.SeqNAKsRcvd }},
 	{"SeqNAKsSent", "out_of_seq_request", "Requests ahead of the expected PSN, answered with a sequence NAK (rxe out_of_seq_request).", func(c *Counters) *uint64 { return &c.SeqNAKsSent }},
 	{"RNRNAKsRcvd", "rcvd_rnr_err", "RNR NAKs received (rxe rcvd_rnr_err).", func(c *Counters) *uint64 { return &c.RNRNAKsRcvd }},

@@ -1,6 +1,7 @@
 package qp
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -76,10 +77,17 @@ func TestLatency(t *testing.T) {
 
 // TestLatencyMany: many signaled WRITEs under loss; every one is
 // recorded, the fastest take one round trip and the retransmitted ones
-// at least a retransmission's wait more.
+// at least a retransmission's wait more: the IBA timeout with the fixed
+// timer, the RTO's floor with adaptive retransmission.
 func TestLatencyMany(t *testing.T) {
+	for _, mode := range []RetransFlags{RetransFixed, 0} {
+		t.Run(fmt.Sprint(mode&RetransFixed != 0), func(t *testing.T) { testLatencyMany(t, mode) })
+	}
+}
+
+func testLatencyMany(t *testing.T, mode RetransFlags) {
 	const delay = 10 * time.Microsecond
-	p := newPair(t, pairConfig{mtu: 1024, faults: netem.Faults{Delay: delay, Drop: 0.05}, seed: 3, retry: 7, timeout: 8})
+	p := newPair(t, pairConfig{mtu: 1024, faults: netem.Faults{Delay: delay, Drop: 0.05}, seed: 3, retry: 7, timeout: 8, retrans: mode})
 	const n = 400
 	posted := 0
 	for posted < n || p.a.qp.sq.head != p.a.qp.sq.tail {
@@ -105,8 +113,12 @@ func TestLatencyMany(t *testing.T) {
 	if q := time.Duration(s.Quantile(0)); q < 2*delay*63/64 || q > 2*delay*65/64 {
 		t.Errorf("fastest %v, want about %v", q, 2*delay)
 	}
-	if m := time.Duration(s.Max); m < 2*delay+p.a.qp.timeoutDur() {
-		t.Errorf("slowest %v, want at least a round trip and a timeout (%v)", m, p.a.qp.timeoutDur())
+	wait := p.a.qp.timeoutDur()
+	if mode&RetransFixed == 0 {
+		wait = minRTO
+	}
+	if m := time.Duration(s.Max); m < 2*delay+wait {
+		t.Errorf("slowest %v, want at least a round trip and a timeout (%v)", m, wait)
 	}
 }
 

@@ -42,6 +42,7 @@ type pairConfig struct {
 	rnrTimer uint8
 	timeout  uint8
 	rdAtomic uint8
+	retrans  RetransFlags
 }
 
 const memBase = 0x7f0000000000
@@ -99,8 +100,8 @@ func (p *pair) connect(s, peer *side, cfg pairConfig, psn uint32) {
 		{Attr{State: StateInit, AccessFlags: accessAll}, AttrState | AttrAccessFlags | AttrPKeyIndex | AttrPort},
 		{Attr{State: StateRTR, DestAddr: peer.l.Info().Addr, PathMTU: cfg.mtu, DestQPN: peer.qp.QPN(), RQPSN: rq, MaxDestRdAtomic: cfg.rdAtomic, MinRNRTimer: cfg.rnrTimer},
 			AttrState | AttrAV | AttrPathMTU | AttrDestQPN | AttrRQPSN | AttrMaxDestRdAtomic | AttrMinRNRTimer},
-		{Attr{State: StateRTS, Timeout: cfg.timeout, RetryCnt: cfg.retry, RNRRetry: cfg.rnrRetry, SQPSN: sq, MaxRdAtomic: cfg.rdAtomic},
-			AttrState | AttrTimeout | AttrRetryCnt | AttrRNRRetry | AttrSQPSN | AttrMaxQPRdAtomic},
+		{Attr{State: StateRTS, Timeout: cfg.timeout, RetryCnt: cfg.retry, RNRRetry: cfg.rnrRetry, SQPSN: sq, MaxRdAtomic: cfg.rdAtomic, Retrans: cfg.retrans},
+			AttrState | AttrTimeout | AttrRetryCnt | AttrRNRRetry | AttrSQPSN | AttrMaxQPRdAtomic | AttrRetrans},
 	}
 	for _, st := range steps {
 		if err := s.qp.Modify(&st.a, st.m); err != nil {

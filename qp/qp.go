@@ -153,6 +153,7 @@ type QP struct {
 	// once per completion, kept out of the lines touched per packet.
 	lat     *hist.Histogram
 	retrans timer
+	rto     rtoState
 	resp    responder
 	rq      recvQueue
 	srq     *SRQ
@@ -327,6 +328,9 @@ func (q *QP) Modify(a *Attr, mask AttrMask) error {
 	if mask&AttrMinRNRTimer != 0 {
 		q.attr.MinRNRTimer = a.MinRNRTimer
 	}
+	if mask&AttrRetrans != 0 {
+		q.attr.Retrans = a.Retrans
+	}
 	if mask&AttrMaxQPRdAtomic != 0 {
 		// Credits in use stay in use.
 		q.req.rdAtomic += int(a.MaxRdAtomic) - int(q.attr.MaxRdAtomic)
@@ -355,7 +359,8 @@ func (q *QP) Modify(a *Attr, mask AttrMask) error {
 
 // reset empties the queues without completions (IBA 10.3.1: RESET).
 func (q *QP) reset() {
-	q.e.stopTimer(&q.retrans)
+	q.e.stopRetrans(q)
+	q.rto = rtoState{}
 	q.e.stopTimer(&q.rnr)
 	// A reset QP starts its congestion control afresh, as a new one
 	// would; the configuration it was given cannot fail twice.
@@ -407,7 +412,7 @@ func (q *QP) toError() {
 	q.e.stateChanged(q, q.state, StateErr, false)
 	q.state = StateErr
 	q.resp.rdRes = nil
-	q.e.stopTimer(&q.retrans)
+	q.e.stopRetrans(q)
 	q.e.stopTimer(&q.rnr)
 	q.req.needRetry, q.req.waitRNR = false, false
 	q.flushQueues()

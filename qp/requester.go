@@ -288,11 +288,7 @@ func (e *Engine) sendRequest(q *QP, w *sendWQE) bool {
 	} else {
 		w.state = wqeProcessing
 	}
-	if q.retrans.idx < 0 {
-		if d := q.timeoutDur(); d > 0 {
-			e.setTimer(&q.retrans, e.now.Add(d))
-		}
-	}
+	e.armRetrans(q, bf.AckReq, retransmit, psn, newest)
 	return true
 }
 
@@ -310,6 +306,7 @@ func gather(dst []byte, w *sendWQE, off uint32) {
 // later ones start again with the same PSNs.
 func (q *QP) retry() {
 	q.req.needRetry = false
+	q.rto.timing = false // Karn's rule: a request sent twice gives no sample
 	q.req.psn = q.comp.psn
 	q.req.noackPkts = 0
 	// The WQE the requester is in the middle of (paced, or stopped by

@@ -64,6 +64,9 @@ const (
 	AttrSQPSN           AttrMask = 1 << 16
 	AttrMaxDestRdAtomic AttrMask = 1 << 17
 	AttrDestQPN         AttrMask = 1 << 20
+	// AttrRetrans sets Attr.Retrans, uroce's own: rdma-core's bits stop
+	// at 1 << 25.
+	AttrRetrans AttrMask = 1 << 31
 )
 
 // MaxRdAtomic is the most outstanding READ/atomic requests a QP supports in
@@ -87,10 +90,17 @@ type Attr struct {
 	// Timeout is the local ACK timeout exponent: 4.096 µs × 2^Timeout, 0
 	// meaning infinite (IBA 11.2.4.2).
 	Timeout uint8
-	// RetryCnt and RNRRetry count retries; 7 retries forever (rxe treats
-	// both so; IBA only RNRRetry).
+	// RetryCnt counts the transport retries after local ACK timeouts
+	// and NAKs: 7 is seven retries, then the WR completes with
+	// WCRetryExcErr and the QP moves to ERR (IBA 9.7.6.1.3, C9-140;
+	// ConnectX). rxe treats 7 as forever; Retrans's RetransRetry7Forever
+	// asks for that. RNRRetry counts retries after RNR NAKs, and 7 does
+	// mean forever (IBA 9.7.5.2.8).
 	RetryCnt uint8
 	RNRRetry uint8
+	// Retrans selects adaptive retransmission (the zero value) or the
+	// fixed IBA timer, and rxe's infinite RetryCnt 7 (AttrRetrans).
+	Retrans RetransFlags
 	// MinRNRTimer is the 5-bit code of IBA Table 45 the responder puts in
 	// its RNR NAKs.
 	MinRNRTimer     uint8
@@ -115,13 +125,13 @@ var rcTransitions = map[[2]QPState]transition{
 	},
 	{StateRTR, StateRTS}: {
 		req: AttrTimeout | AttrRetryCnt | AttrRNRRetry | AttrSQPSN | AttrMaxQPRdAtomic,
-		opt: AttrAccessFlags | AttrMinRNRTimer,
+		opt: AttrAccessFlags | AttrMinRNRTimer | AttrRetrans,
 	},
-	{StateRTS, StateRTS}: {opt: AttrAccessFlags | AttrMinRNRTimer},
+	{StateRTS, StateRTS}: {opt: AttrAccessFlags | AttrMinRNRTimer | AttrRetrans},
 	{StateRTS, StateSQD}: {},
-	{StateSQD, StateRTS}: {opt: AttrAccessFlags | AttrMinRNRTimer},
+	{StateSQD, StateRTS}: {opt: AttrAccessFlags | AttrMinRNRTimer | AttrRetrans},
 	{StateSQD, StateSQD}: {opt: AttrAV | AttrMaxQPRdAtomic | AttrMaxDestRdAtomic | AttrPKeyIndex |
-		AttrTimeout | AttrRetryCnt | AttrRNRRetry | AttrMinRNRTimer | AttrAccessFlags},
+		AttrTimeout | AttrRetryCnt | AttrRNRRetry | AttrMinRNRTimer | AttrAccessFlags | AttrRetrans},
 	{StateSQE, StateRTS}: {opt: AttrAccessFlags},
 }
 
@@ -206,6 +216,9 @@ func checkModify(t QPType, cur QPState, a *Attr, mask AttrMask) error {
 	}
 	if mask&AttrRNRRetry != 0 && a.RNRRetry > 7 {
 		return fmt.Errorf("%w: rnr_retry %d", ErrBadAttr, a.RNRRetry)
+	}
+	if mask&AttrRetrans != 0 && a.Retrans&^(RetransFixed|RetransRetry7Forever) != 0 {
+		return fmt.Errorf("%w: retrans flags %#x", ErrBadAttr, uint8(a.Retrans))
 	}
 	if mask&AttrMinRNRTimer != 0 && a.MinRNRTimer > 31 {
 		return fmt.Errorf("%w: min_rnr_timer %d", ErrBadAttr, a.MinRNRTimer)

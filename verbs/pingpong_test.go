@@ -22,6 +22,14 @@ func TestWritePingPong(t *testing.T) {
 	a, b, qa, qb, ma, mb, ca, cb := connectedPair()
 	defer a.Close()
 	defer b.Close()
+	// The IBA timer: an adaptive RTO of a few hundred microseconds would
+	// resend whenever the peer's goroutine waits that long for a
+	// processor, and a retransmission here must mean a missing ACK.
+	for _, q := range []*verbs.QueuePair{qa, qb} {
+		if err := q.Modify(&verbs.QPAttr{Retrans: verbs.RetransFixed}, verbs.AttrRetrans); err != nil {
+			t.Fatal(err)
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	side := func(server bool, q *verbs.QueuePair, mine, peer *verbs.MR, cq *verbs.CQ) error {

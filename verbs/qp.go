@@ -146,6 +146,13 @@ type ConnectOptions struct {
 	// PSN is this side's first PSN; 0 means the QP's own random one,
 	// the one Endpoint(0) gives the peer.
 	PSN uint32
+	// Retrans: the zero value retransmits adaptively, on an RTO learnt
+	// from the QP's round trips and never later than Timeout, and fails
+	// a WR with WCRetryExcErr after RetryCnt retries, 7 included, as IBA
+	// (9.7.6.1.3) and ConnectX do. RetransFixed keeps to the IBA timer
+	// alone; RetransRetry7Forever makes RetryCnt 7 retry forever, as
+	// rxe does. The peer sees standard RC either way.
+	Retrans RetransFlags
 }
 
 // Endpoint returns this QP's side of a connection with the given first
@@ -187,8 +194,8 @@ func (q *QueuePair) Connect(remote Endpoint, o ConnectOptions) error {
 		{QPAttr{State: StateRTR, DestAddr: remote.Addr, HopLimit: 64, PathMTU: o.PathMTU, DestQPN: remote.QPN, RQPSN: remote.PSN,
 			MaxDestRdAtomic: o.RdAtomic, MinRNRTimer: o.MinRNRTimer},
 			qp.AttrState | qp.AttrAV | qp.AttrPathMTU | qp.AttrDestQPN | qp.AttrRQPSN | qp.AttrMaxDestRdAtomic | qp.AttrMinRNRTimer},
-		{QPAttr{State: StateRTS, Timeout: o.Timeout, RetryCnt: o.RetryCnt, RNRRetry: o.RNRRetry, SQPSN: o.PSN, MaxRdAtomic: o.RdAtomic},
-			qp.AttrState | qp.AttrTimeout | qp.AttrRetryCnt | qp.AttrRNRRetry | qp.AttrSQPSN | qp.AttrMaxQPRdAtomic},
+		{QPAttr{State: StateRTS, Timeout: o.Timeout, RetryCnt: o.RetryCnt, RNRRetry: o.RNRRetry, SQPSN: o.PSN, MaxRdAtomic: o.RdAtomic, Retrans: o.Retrans},
+			qp.AttrState | qp.AttrTimeout | qp.AttrRetryCnt | qp.AttrRNRRetry | qp.AttrSQPSN | qp.AttrMaxQPRdAtomic | qp.AttrRetrans},
 	}
 	for _, s := range steps {
 		if err := q.Modify(&s.a, s.m); err != nil {

@@ -21,6 +21,9 @@ type (
 	QPCounters = qp.Counters
 	Counters   = qp.EngineCounters
 	QPType     = qp.QPType
+	// RetransFlags choose adaptive or fixed retransmission and rxe's
+	// infinite RetryCnt 7 (QPAttr.Retrans, ConnectOptions.Retrans).
+	RetransFlags = qp.RetransFlags
 	// AH is an address handle (ibv_ah): made by PD.CreateAH, named by a
 	// UD SendWR's AH.
 	AH = qp.AH
@@ -110,6 +113,15 @@ const (
 	AttrSQPSN           = qp.AttrSQPSN
 	AttrMaxDestRdAtomic = qp.AttrMaxDestRdAtomic
 	AttrDestQPN         = qp.AttrDestQPN
+	// AttrRetrans is uroce's own: QPAttr.Retrans.
+	AttrRetrans = qp.AttrRetrans
+
+	// RetransFixed keeps to the IBA local ACK timer (rxe's behaviour);
+	// without it the QP retransmits adaptively, never later than it.
+	RetransFixed = qp.RetransFixed
+	// RetransRetry7Forever makes a RetryCnt of 7 retry forever, as rxe
+	// does; IBA and ConnectX fail the WR after seven retries.
+	RetransRetry7Forever = qp.RetransRetry7Forever
 
 	StateReset = qp.StateReset
 	StateInit  = qp.StateInit

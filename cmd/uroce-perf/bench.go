@@ -111,7 +111,7 @@ func (b *bench) Connect(remote []perftest.Dest) error {
 		r := remote[i]
 		rd := min(r.OutReads, b.mine[i].OutReads, 128)
 		ep := verbs.Endpoint{Addr: r.GIDAddr().Unmap(), QPN: r.QPN, PSN: r.PSN}
-		if err := qp.Connect(ep, verbs.ConnectOptions{PathMTU: b.mtu.Bytes(), PSN: b.mine[i].PSN, RdAtomic: uint8(max(rd, 1))}); err != nil {
+		if err := qp.Connect(ep, verbs.ConnectOptions{PathMTU: b.mtu.Bytes(), PSN: b.mine[i].PSN, RdAtomic: uint8(max(rd, 1)), Retrans: b.cfg.retrans()}); err != nil {
 			return fmt.Errorf("connect QP %#x: %w", qp.QPN(), err)
 		}
 	}
@@ -140,14 +140,15 @@ func (b *bench) idle() error {
 
 func (b *bench) moved() { b.progress = b.now() }
 
-// pollOne waits for one completion on cq and checks its status.
-func (b *bench) pollOne(cq *verbs.CQ) (verbs.WC, error) {
+// pollOne waits for one completion on cq and checks its status; scnt and
+// ccnt are what perftest prints with a failed one.
+func (b *bench) pollOne(cq *verbs.CQ, scnt, ccnt int) (verbs.WC, error) {
 	for {
 		if cq.Poll(b.wc[:1]) == 1 {
 			b.moved()
 			wc := b.wc[0]
 			if wc.Status != verbs.WCSuccess {
-				return wc, fmt.Errorf("%w: %v on %v (QPN %#x)", ErrCompletion, wc.Status, wc.Opcode, wc.QPN)
+				return wc, &wcError{wc: wc, recv: cq == b.rcq, scnt: scnt, ccnt: ccnt}
 			}
 			return wc, nil
 		}
@@ -252,7 +253,7 @@ func (b *bench) writeLat(size int, posted []time.Duration) error {
 			}
 		}
 		if ccnt < iters {
-			if _, err := b.pollOne(b.scq); err != nil {
+			if _, err := b.pollOne(b.scq, scnt, ccnt); err != nil {
 				return fmt.Errorf("write_lat: %w", err)
 			}
 			ccnt++
@@ -272,7 +273,7 @@ func (b *bench) requestLat(size int, posted []time.Duration) error {
 		if err := qp.PostSend(wr); err != nil {
 			return fmt.Errorf("%s: post send: %w", b.cfg.kind.name, err)
 		}
-		if _, err := b.pollOne(b.scq); err != nil {
+		if _, err := b.pollOne(b.scq, i+1, i); err != nil {
 			return fmt.Errorf("%s: %w", b.cfg.kind.name, err)
 		}
 	}
@@ -290,7 +291,7 @@ func (b *bench) sendLat(size int, posted []time.Duration) error {
 	depth := min(b.cfg.rx, iters)
 	for scnt, rcnt := 0, 0; scnt < iters || rcnt < iters; {
 		if rcnt < iters && !(scnt < 1 && !b.server) {
-			wc, err := b.pollOne(b.rcq)
+			wc, err := b.pollOne(b.rcq, rcnt, 0)
 			if err != nil {
 				return fmt.Errorf("send_lat: receive %d: %w", rcnt+1, err)
 			}
@@ -307,7 +308,7 @@ func (b *bench) sendLat(size int, posted []time.Duration) error {
 			if err := qp.PostSend(wr); err != nil {
 				return fmt.Errorf("send_lat: post send: %w", err)
 			}
-			if _, err := b.pollOne(b.scq); err != nil {
+			if _, err := b.pollOne(b.scq, scnt, scnt-1); err != nil {
 				return fmt.Errorf("send_lat: %w", err)
 			}
 		}
@@ -390,7 +391,7 @@ func (b *bench) sendBW(size int, posted, completed []time.Duration) (int, error)
 		b.moved()
 		for _, wc := range b.wc[:n] {
 			if wc.Status != verbs.WCSuccess {
-				return 0, fmt.Errorf("%s: %w: %v on %v", b.cfg.kind.name, ErrCompletion, wc.Status, wc.Opcode)
+				return 0, fmt.Errorf("%s: %w", b.cfg.kind.name, &wcError{wc: wc, scnt: totS, ccnt: totC})
 			}
 			i, covered := int(wc.WRID>>32), int(wc.WRID&0xffffffff)
 			ccnt[i] += covered
@@ -431,7 +432,7 @@ func (b *bench) recvBW(size int, posted, completed []time.Duration) error {
 		}
 		for _, wc := range b.wc[:n] {
 			if wc.Status != verbs.WCSuccess {
-				return fmt.Errorf("send_bw: %w: %v on %v", ErrCompletion, wc.Status, wc.Opcode)
+				return fmt.Errorf("send_bw: %w", &wcError{wc: wc, recv: true, scnt: rcnt})
 			}
 			completed[rcnt] = t
 			rcnt++

@@ -11,6 +11,7 @@ import (
 
 	"github.com/uroce/uroce/pkg/link"
 	"github.com/uroce/uroce/pkg/perftest"
+	"github.com/uroce/uroce/verbs"
 	"github.com/uroce/uroce/verbs/metrics"
 )
 
@@ -77,6 +78,37 @@ var (
 	ErrCompletion = errors.New("work completion error")
 )
 
+// wcError is a work request that completed with an error status: a dead
+// peer's IBV_WC_RETRY_EXC_ERR, a remote access error. The command reports
+// it in perftest's words (perftest_resources.h's NOTIFY_COMP_ERROR_SEND
+// and NOTIFY_COMP_ERROR_RECV) and fails.
+type wcError struct {
+	wc verbs.WC
+	// recv: it came from the receive CQ, which perftest reports as the
+	// server's; a send completion it reports as the client's.
+	recv bool
+	// scnt and ccnt are the WRs posted and completed (for recv, scnt is
+	// the receives completed), as perftest prints them.
+	scnt, ccnt int
+}
+
+func (e *wcError) Error() string {
+	return fmt.Sprintf("%v: %v on %v (QPN %#x)", ErrCompletion, e.wc.Status, e.wc.Opcode, e.wc.QPN)
+}
+
+func (e *wcError) Unwrap() error { return ErrCompletion }
+
+// perftest returns perftest's lines for the failure. The syndrome is the
+// vendor error, which uroce, like rxe, leaves 0.
+func (e *wcError) perftest() string {
+	if e.recv {
+		return fmt.Sprintf(" Completion with error at server\n Failed status %d: wr_id %d syndrom 0x%x\n rcnt=%d\n",
+			int(e.wc.Status), int(e.wc.WRID), 0, e.scnt)
+	}
+	return fmt.Sprintf(" Completion with error at client\n Failed status %d: wr_id %d syndrom 0x%x\nscnt=%d, ccnt=%d\n",
+		int(e.wc.Status), int(e.wc.WRID), 0, e.scnt, e.ccnt)
+}
+
 // config is one side's test parameters; flags and defaults are perftest's.
 type config struct {
 	kind   kind
@@ -119,6 +151,22 @@ type config struct {
 	// notice, when set, is where a client says that its server has not
 	// answered yet (standard error; standard output is perftest's).
 	notice io.Writer
+	// fixedTimeout keeps the QPs to the IBA local ACK timer rather than
+	// adaptive retransmission; retryForever makes retry count 7 retry
+	// forever, as rxe does, rather than fail after seven retries.
+	fixedTimeout, retryForever bool
+}
+
+// retrans returns the QPs' retransmission flags.
+func (c *config) retrans() verbs.RetransFlags {
+	var f verbs.RetransFlags
+	if c.fixedTimeout {
+		f |= verbs.RetransFixed
+	}
+	if c.retryForever {
+		f |= verbs.RetransRetry7Forever
+	}
+	return f
 }
 
 // allSizes are the sizes of -a: 2 B to 8 MiB, as perftest's RUN_ALL loop
@@ -199,6 +247,8 @@ func parseArgs(k kind, args []string, helpOut io.Writer) (*config, error) {
 	fs.StringVar(&c.jsonTo, "out_json_file", "perftest_out.json", "file for --out_json (- is standard output)")
 	fs.BoolVar(&c.stats, "stats", false, "print the transport counters (packets, retransmissions, NAKs) after the report")
 	fs.DurationVar(&c.timeout, "timeout", time.Minute, "give up when the peer makes no progress for this long")
+	fs.BoolVar(&c.fixedTimeout, "fixed_timeout", false, "retransmit on the IBA local ACK timer (4.096 µs × 2^14) alone, as rxe does, not adaptively")
+	fs.BoolVar(&c.retryForever, "retry_forever", false, "retry count 7 retries forever, as rxe does; by default a dead peer fails after 7 retries (IBV_WC_RETRY_EXC_ERR)")
 	fs.BoolVar(&c.rdmaCM, "R", false, "connect QPs with rdma_cm and run the exchange over it instead of TCP")
 	fs.BoolVar(&c.rdmaCM, "rdma_cm", false, "same as -R")
 	fs.StringVar(&c.metrics, "metrics", "", "serve Prometheus metrics at http://`addr`/metrics during the test, e.g. :9090")

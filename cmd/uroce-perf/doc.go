@@ -41,6 +41,14 @@
 // output stays perftest's). A uroce device has one GID, its address,
 // so -x is 0 where rxe needs -x 1 for its IPv4 GID.
 //
+// The QPs retransmit adaptively and count retries as IBA does: a dead peer
+// fails the run after retry count 7's seven retries with perftest's
+// report of the failed completion (" Completion with error at client",
+// " Failed status 12: wr_id N syndrom 0x0", the scnt and ccnt line) on
+// standard error and exit status 1. --fixed_timeout keeps to the IBA local
+// ACK timer as rxe does; --retry_forever makes retry count 7 retry forever
+// as rxe does.
+//
 // -R (--rdma_cm) is perftest's: no TCP at all. The QPs are connected by
 // the communication manager (package rdmacm, MADs to QP1), and the same
 // exchange runs as RC SENDs over one more rdma_cm connection to the same

@@ -26,9 +26,18 @@ func main() {
 // command line that describes no test, 1 for a failed run. It prints the
 // error, once, on stderr.
 func mainCode(args []string, stdout, stderr io.Writer) int {
-	err := run(args, stdout, stderr)
+	return exitCode(run(args, stdout, stderr), stderr)
+}
+
+// exitCode prints err, a failed completion first in perftest's words, and
+// returns the exit status for it.
+func exitCode(err error, stderr io.Writer) int {
 	if err == nil {
 		return 0
+	}
+	var we *wcError
+	if errors.As(err, &we) {
+		fmt.Fprint(stderr, we.perftest())
 	}
 	fmt.Fprintln(stderr, "uroce-perf:", err)
 	if errors.Is(err, ErrUsage) {

@@ -329,7 +329,7 @@ func (cs *cmSide) connect(q *verbs.QueuePair, retry bool) error {
 			return err
 		}
 		cs.conns = append(cs.conns, c)
-		return nil
+		return cs.setRetrans(q)
 	}
 	stop := sayIfSlow(cs.cfg.notice, fmt.Sprintf("no answer yet from %v (rdma_cm): waiting up to %v (--timeout) for its RoCE device", cs.peer, cs.cfg.timeout))
 	defer stop()
@@ -338,7 +338,7 @@ func (cs *cmSide) connect(q *verbs.QueuePair, retry bool) error {
 		c, err := cs.m.Dial(ctx, cs.peer, q, &p)
 		if err == nil {
 			cs.conns = append(cs.conns, c)
-			return nil
+			return cs.setRetrans(q)
 		}
 		if ctx.Err() != nil && refused != nil {
 			// The deadline cut an attempt short: the refusals before it
@@ -358,6 +358,16 @@ func (cs *cmSide) connect(q *verbs.QueuePair, retry bool) error {
 		case <-time.After(cmRetry):
 		}
 	}
+}
+
+// setRetrans gives a QP the CM moved to RTS the retransmission flags the
+// command line asks for: rdma_cm's attributes have no such field.
+func (cs *cmSide) setRetrans(q *verbs.QueuePair) error {
+	f := cs.cfg.retrans()
+	if f == 0 || q == nil {
+		return nil
+	}
+	return q.Modify(&verbs.QPAttr{Retrans: f}, verbs.AttrRetrans)
 }
 
 // disconnect ends the test's connections, then the exchange's, and waits

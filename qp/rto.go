@@ -1,0 +1,262 @@
+package qp
+
+import (
+	"time"
+
+	"github.com/uroce/uroce/bth"
+)
+
+// RetransFlags choose how an RC requester times out its requests (a uroce
+// attribute, Attr.Retrans with AttrRetrans; rdma-core has none). The zero
+// value is adaptive retransmission with IBA's retry count; either way the
+// peer sees standard RC, since only this side's timer changes.
+type RetransFlags uint8
+
+const (
+	// RetransFixed uses the IBA local ACK timer alone: every retry waits
+	// 4.096 µs × 2^Timeout (IBA 9.7.6.1.3), as rxe does. Without it the
+	// requester retransmits after an RTO learnt from the QP's round
+	// trips (RFC 6298), never later than that timer, as ConnectX's
+	// adaptive retransmission does.
+	RetransFixed RetransFlags = 1 << iota
+	// RetransRetry7Forever makes a RetryCnt of 7 retry forever, as rxe
+	// does. IBA (9.7.6.1.3, C9-140) and ConnectX count 7 as seven
+	// retries, then fail the WR with WCRetryExcErr; only an RNRRetry of
+	// 7 means forever.
+	RetransRetry7Forever
+)
+
+// minRTO is the adaptive timer's floor. A wheel timer fires up to a tick
+// (16.4 µs) late, and the engine's turns come at the pace its owner drives
+// them: RTT samples already include what a turn usually adds, but not the
+// rare stalls neither side's samples show, a Go scheduler or GC pause on
+// a loaded host or a peer's deferred ACK (rxe answers from a work queue),
+// which take a few hundred microseconds. Sixteen ticks, 262 µs, keeps a
+// spurious timeout to those stalls, and costs only a go-back-N that the
+// retry count does not pay for; it is still well under the 67 ms of the
+// default IBA timer, and a few times the ~50 µs round trip of rxe or a
+// userspace engine, which is what the loss tail is measured against.
+const minRTO = 16 << tickShift * time.Nanosecond
+
+// rtoState is a QP's retransmission timer state. The wheel's retrans timer
+// is armed for the earlier of two deadlines: last + rto·2^backoff while a
+// request that asked for an ACK is unanswered (an early, adaptive
+// retransmission), and budget (where the fixed IBA timer would fire). Only
+// a timeout at budget spends a retry: early ones are free, so a dead peer
+// fails at the same time in both modes, RetryCnt+1 IBA timeouts after the
+// last progress.
+type rtoState struct {
+	// srtt and rttvar are RFC 6298's, 0 before the first sample.
+	srtt, rttvar time.Duration
+	// rto is the current RTO before backoff, 0 (the IBA timeout) until
+	// the first sample.
+	rto time.Duration
+	// last is the latest send of a request with AckReq, or progress:
+	// the adaptive deadline counts from it, as TCP restarts its timer
+	// (RFC 6298 5.1, 5.3). Moving it costs a store; the timer catches
+	// up lazily when it fires. Requests without AckReq are not waited
+	// for: a QP paced far below the line rate sends 64 of them (rxe's
+	// ACK interval) over much longer than an RTO.
+	last time.Time
+	// budget is when the IBA timer would fire; zero while it is not
+	// running.
+	budget time.Time
+	// ackPSN is the last PSN the latest request with AckReq asks to be
+	// answered (a READ's last response); ackWait that it is unanswered.
+	ackPSN  bth.PSN
+	ackWait bool
+	// timing: the request whose first answer has PSN timedPSN, sent
+	// once at timedAt, is being timed. One request at a time, as Karn
+	// and Partridge time one segment per round trip: a ring of send
+	// times would need as many slots as PSNs in flight, which one READ
+	// alone can exceed.
+	timing   bool
+	timedPSN bth.PSN
+	timedAt  time.Time
+	// backoff counts the timeouts since the last sample (RFC 6298 5.5).
+	backoff uint8
+	// ibaOnly: only the IBA timer runs, because the oldest unanswered
+	// request is a READ or more than earlyMaxBytes are unanswered
+	// (earlyOK).
+	ibaOnly bool
+}
+
+// earlyMaxBytes bounds the unanswered data of a QP that retransmits
+// early. The ACK of a request waits behind the QP's own packets ahead of
+// it in the bottleneck's queue, a delay no earlier RTT sample shows when
+// the queue was empty: 32 KiB is the floor's worth at 1 Gb/s. A larger
+// flight loses packets to the responder's sequence NAK (IBA 9.7.5.2.2),
+// not to the timer, and an early go-back-N there resends it all.
+const earlyMaxBytes = 32 << 10
+
+// earlyOK reports whether q may retransmit before the IBA timeout: a few
+// requests unanswered, the latency-bound case that the fixed timer turns
+// into a tail of tens of milliseconds, and no READ first in line. A READ's
+// response comes as the responder and the queues before it let it, not at
+// the pace of ACKs; a lost packet of it is found by the implicit NAK of
+// the next (IBA 9.7.5.1.5); and asking again early makes the responder
+// send all of it once more, into the queue that delayed it.
+func (q *QP) earlyOK() bool {
+	if q.req.psn.Diff(q.comp.psn)*q.mtu > earlyMaxBytes {
+		return false
+	}
+	return q.sq.head == q.sq.tail || q.sq.at(q.sq.head).wr.Opcode != WRRead
+}
+
+// adaptive reports whether q retransmits on its RTO: not asked for the
+// fixed timer, and with a finite IBA timeout to cap it.
+func (q *QP) adaptive() bool {
+	return q.attr.Retrans&RetransFixed == 0 && q.attr.Timeout != 0
+}
+
+// retryForever reports whether a retry count of n never runs out.
+func (q *QP) retryForever(n uint8) bool {
+	return n == 7 && q.attr.Retrans&RetransRetry7Forever != 0
+}
+
+// rtoAcked takes an RTT sample when the completer's progress answered the
+// request being timed, and folds it into the estimate (RFC 6298 2.2, 2.3).
+// Only a sample ends the backoff (RFC 6298 5.7): the ACK of a retried
+// request would end it at every spurious timeout.
+func (q *QP) rtoAcked() {
+	s := &q.rto
+	if !s.timing || !q.comp.psn.After(s.timedPSN) {
+		return
+	}
+	s.timing = false
+	rtt := q.e.now.Sub(s.timedAt)
+	if rtt <= 0 {
+		return
+	}
+	if s.srtt == 0 {
+		s.srtt, s.rttvar = rtt, rtt/2
+	} else {
+		d := s.srtt - rtt
+		if d < 0 {
+			d = -d
+		}
+		s.rttvar += (d - s.rttvar) / 4
+		s.srtt += (rtt - s.srtt) / 8
+	}
+	s.rto = rtoOf(s.srtt, s.rttvar, q.timeoutDur())
+	s.backoff = 0
+}
+
+// rtoOf is RFC 6298's RTO, SRTT + max(G, 4·RTTVAR) with G the wheel's
+// tick, held between minRTO and the IBA timeout ceil.
+func rtoOf(srtt, rttvar, ceil time.Duration) time.Duration {
+	r := srtt + max(1<<tickShift, 4*rttvar)
+	return min(max(r, minRTO), ceil)
+}
+
+// rtoCur is the RTO with the backoff of consecutive timeouts applied
+// (RFC 6298 5.5), at most ceil.
+func (s *rtoState) rtoCur(ceil time.Duration) time.Duration {
+	r := s.rto
+	if r == 0 {
+		return ceil
+	}
+	for i := uint8(0); i < s.backoff && r < ceil; i++ {
+		r *= 2
+	}
+	return min(r, ceil)
+}
+
+// deadline is when the adaptive timer should fire.
+func (s *rtoState) deadline(ceil time.Duration) time.Time {
+	if !s.ackWait || s.ibaOnly {
+		return s.budget
+	}
+	d := s.last.Add(s.rtoCur(ceil))
+	if d.After(s.budget) {
+		return s.budget
+	}
+	return d
+}
+
+// armRetrans starts the ACK timer if it is not running, at the send of a
+// request with PSN psn whose answers end at newest; ackReq says it asked
+// for an ACK, retransmit that it was sent before.
+func (e *Engine) armRetrans(q *QP, ackReq, retransmit bool, psn, newest bth.PSN) {
+	d := q.timeoutDur()
+	if d == 0 {
+		return
+	}
+	if !q.adaptive() {
+		if q.retrans.idx < 0 {
+			e.setTimer(&q.retrans, e.now.Add(d))
+		}
+		return
+	}
+	s := &q.rto
+	s.ibaOnly = !q.earlyOK()
+	if ackReq {
+		s.last, s.ackPSN, s.ackWait = e.now, newest, true
+		// Its first answer, an ACK or a READ's first response, has
+		// its PSN: a READ is timed to the start of its response, not
+		// its end, which depends on its size.
+		if !retransmit && !s.timing {
+			s.timing, s.timedPSN, s.timedAt = true, psn, e.now
+		}
+	}
+	if s.budget.IsZero() {
+		s.budget = e.now.Add(d)
+	}
+	// Only a deadline that moved earlier moves the timer now.
+	if when := s.deadline(d); q.retrans.idx < 0 || when.Before(q.retrans.when) {
+		e.setTimer(&q.retrans, when)
+	}
+}
+
+// restartRetrans restarts the ACK timer (the completer's progress).
+func (e *Engine) restartRetrans(q *QP) {
+	d := q.timeoutDur()
+	if d == 0 {
+		return
+	}
+	if !q.adaptive() {
+		e.setTimer(&q.retrans, e.now.Add(d))
+		return
+	}
+	s := &q.rto
+	s.last, s.budget = e.now, e.now.Add(d)
+	s.ibaOnly = !q.earlyOK()
+	if s.ackWait && q.comp.psn.After(s.ackPSN) {
+		s.ackWait = false
+	}
+	e.setTimer(&q.retrans, s.deadline(d))
+}
+
+// stopRetrans stops the ACK timer and its budget.
+func (e *Engine) stopRetrans(q *QP) {
+	e.stopTimer(&q.retrans)
+	q.rto.budget, q.rto.ackWait = time.Time{}, false
+}
+
+// rtoExpired decides what the ACK timer that fired means in adaptive
+// mode: not yet due (the timer was re-armed for the moved deadline, and
+// nothing is to be done), an early retransmission, or a timeout at the IBA
+// budget that spends a retry.
+func (e *Engine) rtoExpired(q *QP) (due, charged bool) {
+	s := &q.rto
+	d := q.timeoutDur()
+	if s.budget.IsZero() {
+		// Fired with no budget running (the timer armed before the mode
+		// or timeout changed): a full IBA timeout is its own budget.
+		s.budget = e.now
+	}
+	if when := s.deadline(d); e.now.Before(when) {
+		e.setTimer(&q.retrans, when)
+		return false, false
+	}
+	if s.backoff < 31 {
+		s.backoff++
+	}
+	if !e.now.Before(s.budget) {
+		// The retransmission arms the next budget, a full IBA timeout
+		// on, as the fixed timer re-arms at its send.
+		s.budget = time.Time{}
+		return true, true
+	}
+	return true, false
+}
