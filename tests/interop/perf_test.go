@@ -21,8 +21,9 @@ type perfCell struct {
 	test        string // uroce-perf's subcommand; the guest runs "ib_"+test
 	size        int
 	iters       int
-	uroceClient bool // uroce is the client, the guest the server
-	drop        int  // percent of RoCE packets nftables drops; 0: clean
+	uroceClient bool     // uroce is the client, the guest the server
+	drop        int      // percent of RoCE packets nftables drops; 0: clean
+	args        []string // uroce-perf's flags beyond the matrix's own
 }
 
 func (c perfCell) side() string {
@@ -74,6 +75,7 @@ func (c perfCell) run(t *testing.T, l *lab.Lab, g *lab.Guest, bin string) perfRe
 		guestCmd += fmt.Sprintf(" -s %d", c.size)
 		args = append(args, "-s", strconv.Itoa(c.size))
 	}
+	args = append(args, c.args...)
 	if c.uroceClient {
 		args = append(args, g.Addr.String())
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"strings"
 )
 
@@ -31,14 +32,28 @@ type Dropper struct {
 // in both directions. The bridge family's forward hook sees bridged
 // frames directly; the ip family would need br_netfilter.
 func (l *Lab) DropRoCE(ctx context.Context, percent int) (*Dropper, error) {
+	return l.dropRoCE(ctx, percent, "")
+}
+
+// DropRoCEFrom is DropRoCE for the packets whose IP source is src only:
+// one direction's losses, the other's packets all pass.
+func (l *Lab) DropRoCEFrom(ctx context.Context, percent int, src netip.Addr) (*Dropper, error) {
+	family := "ip"
+	if src.Is6() {
+		family = "ip6"
+	}
+	return l.dropRoCE(ctx, percent, fmt.Sprintf("%s saddr %v ", family, src))
+}
+
+func (l *Lab) dropRoCE(ctx context.Context, percent int, match string) (*Dropper, error) {
 	d := &Dropper{l: l, table: "uroce_lab_drop", Percent: percent}
 	err := l.Nft(ctx, fmt.Sprintf(`table bridge %s {
 	chain forward {
 		type filter hook forward priority 0; policy accept;
-		udp dport 4791 numgen random mod 100 < %d counter drop
+		%sudp dport 4791 numgen random mod 100 < %d counter drop
 	}
 }
-`, d.table, percent))
+`, d.table, match, percent))
 	if err != nil {
 		return nil, err
 	}
