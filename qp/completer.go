@@ -48,6 +48,9 @@ func (e *Engine) complete(q *QP, p *bth.Packet) {
 	var w *sendWQE
 	progress := false
 	acked := q.comp.psn
+	// An answer before comp.psn repeats one already taken: the peer saw
+	// a request twice.
+	again := psn.Before(q.comp.psn)
 	state := compGetWQE
 	for {
 		switch state {
@@ -157,6 +160,9 @@ func (e *Engine) complete(q *QP, p *bth.Packet) {
 			// postpone a retry forever.
 			if progress {
 				q.rtoAcked()
+				q.rto.progressed(e.now)
+			} else if again && q.rto.duplicateAnswer(e.now, psn, q.timeoutDur()) {
+				q.Counters.SpuriousRetrans++
 			}
 			if progress || q.retrans.idx < 0 {
 				e.rearmRetrans(q)
@@ -353,6 +359,7 @@ func (e *Engine) retransTimeout(q *QP) {
 		if !charged {
 			q.Counters.Timeouts++
 			q.Counters.EarlyRetransTimeouts++
+			q.rto.earlyRetransmit(e.now, q.comp.psn)
 			e.goBackN(q)
 			return
 		}

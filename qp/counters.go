@@ -23,6 +23,10 @@ type Counters struct {
 	// before the IBA local ACK timeout: each started a go-back-N that
 	// spent no retry.
 	EarlyRetransTimeouts uint64
+	// SpuriousRetrans counts early retransmissions found needless: the
+	// answer came sooner after the retransmission than any round trip
+	// this QP has seen, so it answered the original.
+	SpuriousRetrans uint64
 	// SeqNAKsRcvd counts NAK PSN sequence errors received; SeqNAKsSent
 	// those sent (rxe's out_of_seq_request).
 	SeqNAKsRcvd, SeqNAKsSent uint64
@@ -116,6 +120,7 @@ var CounterTable = []CounterDesc[Counters]{
 	{"Retransmits", "retransmits", "Request packets sent again.", func(c *Counters) *uint64 { return &c.Retransmits }},
 	{"Timeouts", "local_ack_timeouts", "ACK timeouts that started a retry, the adaptive RTO's included.", func(c *Counters) *uint64 { return &c.Timeouts }},
 	{"EarlyRetransTimeouts", "adaptive_retrans_timeouts", "ACK timeouts of the adaptive RTO before the IBA local ACK timeout, which spend no retry.", func(c *Counters) *uint64 { return &c.EarlyRetransTimeouts }},
+	{"SpuriousRetrans", "spurious_retrans_timeouts", "Adaptive retransmissions answered sooner than any round trip seen: the original was only late.", func(c *Counters) *uint64 { return &c.SpuriousRetrans }},
 	{"SeqNAKsRcvd", "rcvd_seq_err", "PSN sequence error NAKs received (rxe rcvd_seq_err).", func(c *Counters) *uint64 { return &c.SeqNAKsRcvd }},
 	{"SeqNAKsSent", "out_of_seq_request", "Requests ahead of the expected PSN, answered with a sequence NAK (rxe out_of_seq_request).", func(c *Counters) *uint64 { return &c.SeqNAKsSent }},
 	{"RNRNAKsRcvd", "rcvd_rnr_err", "RNR NAKs received (rxe rcvd_rnr_err).", func(c *Counters) *uint64 { return &c.RNRNAKsRcvd }},

@@ -75,6 +75,17 @@ type rtoState struct {
 	timedAt  time.Time
 	// backoff counts the timeouts since the last sample (RFC 6298 5.5).
 	backoff uint8
+	// floor is the least RTO: minRTO until a needless retransmission
+	// raises it (duplicateAnswer).
+	floor time.Duration
+	// suspect: an early retransmission went out at retransAt, resending
+	// requests unanswered since lateSince, and the first answer after it
+	// came at answeredAt (zero before); an answer to both copies would
+	// show it needless.
+	suspect                          bool
+	retransAt, lateSince, answeredAt time.Time
+	// retransPSN is the first PSN the early retransmission resent.
+	retransPSN bth.PSN
 	// ibaOnly: only the IBA timer runs, because the oldest unanswered
 	// request is a READ or more than earlyMaxBytes are unanswered
 	// (earlyOK).
@@ -128,6 +139,11 @@ func (q *QP) rtoAcked() {
 	if rtt <= 0 {
 		return
 	}
+	if !s.suspect && s.floor > minRTO {
+		// A round trip with no retransmission: the floor eases back
+		// by 1/64 of its excess, so it falls when stalls stop.
+		s.floor -= (s.floor - minRTO) / 64
+	}
 	if s.srtt == 0 {
 		s.srtt, s.rttvar = rtt, rtt/2
 	} else {
@@ -138,15 +154,70 @@ func (q *QP) rtoAcked() {
 		s.rttvar += (d - s.rttvar) / 4
 		s.srtt += (rtt - s.srtt) / 8
 	}
-	s.rto = rtoOf(s.srtt, s.rttvar, q.timeoutDur())
+	s.rto = rtoOf(s.srtt, s.rttvar, max(s.floor, minRTO), q.timeoutDur())
 	s.backoff = 0
 }
 
+// earlyRetransmit notes an early retransmission at now of the requests
+// from PSN from on. Their previous copy went out at s.last, or at the
+// previous early retransmission if that is still unanswered: a duplicate
+// answer shows that copy late, not the original, after a backoff.
+func (s *rtoState) earlyRetransmit(now time.Time, from bth.PSN) {
+	prev := s.last
+	if s.suspect && s.answeredAt.IsZero() && !from.Before(s.retransPSN) {
+		prev = s.retransAt
+	}
+	s.suspect, s.retransAt, s.lateSince, s.answeredAt = true, now, prev, time.Time{}
+	s.retransPSN = from
+}
+
+// progressed notes the first answer after an early retransmission.
+func (s *rtoState) progressed(now time.Time) {
+	if s.suspect && s.answeredAt.IsZero() {
+		s.answeredAt = now
+	}
+}
+
+// duplicateAnswer handles an answer at now to a request already answered,
+// and reports whether it shows an early retransmission needless: the peer
+// answered both copies, so the first was only late, as a DSACK shows TCP
+// (RFC 3708). The floor then rises to twice the time the late request
+// took (its previous copy's wait, until the first answer), at most ceil.
+// RFC 6298's SRTT + 4·RTTVAR forgets a rare long round
+// trip within a few short ones (RTTVAR loses a quarter each sample), so a
+// peer stalling one answer in seven, as rxe in a TCG guest does, is
+// retransmitted into at nearly every stall: 15 % of a clean send_lat's
+// requests against rxe in the lab. Only an answer to a resent PSN counts,
+// and only for one IBA timeout after the retransmission; later duplicates
+// prove nothing about it.
+func (s *rtoState) duplicateAnswer(now time.Time, psn bth.PSN, ceil time.Duration) bool {
+	if !s.suspect || psn.Before(s.retransPSN) {
+		// An answer to a request the retransmission did not resend
+		// is only reordered (a stalled ACK overtaken by a later one).
+		return false
+	}
+	s.suspect = false
+	if now.Sub(s.retransAt) > ceil {
+		return false
+	}
+	// The first answer is the earlier copy's when the path keeps order;
+	// if the resent copy overtook it, the first answer is the resent
+	// one's and the wait it shows is shorter than the real one, so the
+	// floor errs low rather than ratcheting up.
+	late := now.Sub(s.lateSince)
+	if !s.answeredAt.IsZero() {
+		late = s.answeredAt.Sub(s.lateSince)
+	}
+	s.floor = min(ceil, max(s.floor, 2*late))
+	s.rto = max(s.rto, s.floor)
+	return true
+}
+
 // rtoOf is RFC 6298's RTO, SRTT + max(G, 4·RTTVAR) with G the wheel's
-// tick, held between minRTO and the IBA timeout ceil.
-func rtoOf(srtt, rttvar, ceil time.Duration) time.Duration {
+// tick, held between floor and the IBA timeout ceil.
+func rtoOf(srtt, rttvar, floor, ceil time.Duration) time.Duration {
 	r := srtt + max(1<<tickShift, 4*rttvar)
-	return min(max(r, minRTO), ceil)
+	return min(max(r, floor), ceil)
 }
 
 // rtoCur is the RTO with the backoff of consecutive timeouts applied

@@ -11,6 +11,13 @@ type Faults struct {
 	// clock; 0 means 10 ms.
 	ReorderMaxHold time.Duration
 	Delay, Jitter  time.Duration
+	// Stall holds a StallRate share of the packets Stall longer, on top
+	// of Delay, and the packets after them behind them, in order: a peer
+	// whose thread was descheduled (rxe in a TCG guest, a paused
+	// process) takes nothing in until it runs again, and no run of
+	// ordinary round trips predicts it.
+	Stall     time.Duration
+	StallRate float64
 	// Rate is the bottleneck rate in bytes/s (IP datagram bytes); 0 means
 	// no bottleneck.
 	Rate float64
@@ -24,5 +31,5 @@ type Faults struct {
 
 // Stats counts what a Path did to the packets sent through it.
 type Stats struct {
-	Dropped, QueueDropped, Marked, Corrupted, Duplicated, Reordered uint64
+	Dropped, QueueDropped, Marked, Corrupted, Duplicated, Reordered, Stalled uint64
 }

@@ -58,6 +58,9 @@ type Path[T Packet[T]] struct {
 	busy   time.Time                   // when the bottleneck is free
 	held   []held[T]                   // the reorder stage
 	stats  Stats
+	// stalledUntil is when the latest stall ends: later packets wait
+	// behind it (Faults.Stall).
+	stalledUntil time.Time
 }
 
 type flight[T any] struct {
@@ -123,6 +126,15 @@ func (p *Path[T]) Send(now time.Time, v T) {
 	fl := flight[T]{at: depart.Add(f.Delay), v: v}
 	if f.Jitter > 0 {
 		fl.at = fl.at.Add(time.Duration(p.rng.Int64N(int64(f.Jitter))))
+	}
+	if f.StallRate > 0 {
+		if p.rng.Float64() < f.StallRate {
+			p.stats.Stalled++
+			fl.at = fl.at.Add(f.Stall)
+			p.stalledUntil = fl.at
+		} else if fl.at.Before(p.stalledUntil) {
+			fl.at = p.stalledUntil
+		}
 	}
 	if f.Corrupt > 0 && p.rng.Float64() < f.Corrupt {
 		p.stats.Corrupted++
