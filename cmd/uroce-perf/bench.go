@@ -171,8 +171,14 @@ func (b *bench) prepare(i, size int) *verbs.SendWR {
 	case verbSend:
 		b.wr.Opcode = verbs.WRSend
 	case verbAtomic:
+		// perftest's ctx_set_send_wqes: add ATOMIC_ADD_VALUE (1), or
+		// compare with 0 and swap in ATOMIC_SWAP_VALUE (0).
 		b.wr.Opcode = verbs.WRFetchAdd
 		b.wr.CompareAdd = 1
+		if c.atomic == atomicCmpSwap {
+			b.wr.Opcode = verbs.WRCompareSwap
+			b.wr.CompareAdd, b.wr.Swap = 0, 0
+		}
 	}
 	if size <= c.inline && (c.kind.verb == verbWrite || c.kind.verb == verbSend) {
 		b.wr.Flags |= verbs.SendInline

@@ -24,7 +24,7 @@ const (
 	verbAtomic
 )
 
-// kind is one of the seven tests.
+// kind is one of the eight tests.
 type kind struct {
 	name  string // subcommand: write_lat ...
 	title string // perftest's banner: "RDMA_Write Latency Test"
@@ -40,7 +40,14 @@ var kinds = []kind{
 	{"write_bw", "RDMA_Write BW Test", verbWrite, true},
 	{"read_bw", "RDMA_Read BW Test", verbRead, true},
 	{"send_bw", "Send BW Test", verbSend, true},
+	{"atomic_bw", "Atomic FETCH_AND_ADD BW Test", verbAtomic, true},
 }
+
+// Atomic operations of -A, named as perftest's atomicTypesStr.
+const (
+	atomicCmpSwap  = "CMP_AND_SWAP"
+	atomicFetchAdd = "FETCH_AND_ADD"
+)
 
 func kindByName(name string) (kind, bool) {
 	for _, k := range kinds {
@@ -79,8 +86,11 @@ var (
 
 // config is one side's test parameters; flags and defaults are perftest's.
 type config struct {
-	kind   kind
-	peer   string // empty: server
+	kind kind
+	peer string // empty: server
+	// atomic is -A's operation (atomic tests): FETCH_AND_ADD, perftest's
+	// default, or CMP_AND_SWAP.
+	atomic string
 	size   int
 	iters  int
 	all    bool
@@ -141,6 +151,16 @@ func (c *config) sizes() []int {
 	return []int{c.size}
 }
 
+// title is the banner's test name as perftest's ctx_print_test_info
+// composes it: the verb, the atomic operation, then BW or Latency.
+func (c *config) title() string {
+	t := c.kind.title
+	if c.kind.verb == verbAtomic {
+		t = strings.Replace(t, atomicFetchAdd, c.atomic, 1)
+	}
+	return t
+}
+
 func (c *config) maxSize() int { return max(slices.Max(c.sizes()), c.size) }
 
 // errHelp is parseArgs' answer to -h, --help: it printed the test's
@@ -194,6 +214,7 @@ func parseArgs(k kind, args []string, helpOut io.Writer) (*config, error) {
 	intVar(&c.qps, "q", "qp", 1, "number of QPs")
 	intVar(&c.inline, "I", "inline_size", defInline, "largest message sent inline")
 	intVar(&c.cqMod, "Q", "cq-mod", 100, "signal one send in this many (bw tests)")
+	strVar(&c.atomic, "A", "atomic_type", atomicFetchAdd, "atomic operation of the atomic tests: "+atomicCmpSwap+" or "+atomicFetchAdd)
 	fs.StringVar(&c.link, "link", link.Default, "link backend: "+strings.Join(link.Backends(), ", "))
 	fs.BoolVar(&c.json, "out_json", false, "also write the results as JSON")
 	fs.StringVar(&c.jsonTo, "out_json_file", "perftest_out.json", "file for --out_json (- is standard output)")
@@ -229,6 +250,11 @@ func (c *config) check() error {
 		return fmt.Errorf("%w: connection type %s: uroce runs RC only", ErrUsage, c.conn)
 	case c.size < 1 || c.size > 1<<23 && !c.all:
 		return fmt.Errorf("%w: size %d out of 1..%d", ErrUsage, c.size, 1<<23)
+	case c.atomic != atomicFetchAdd && c.kind.verb != verbAtomic:
+		// perftest: "You are not running the atomic_lat/bw test!"
+		return fmt.Errorf("%w: -A %s: the atomic operation applies to atomic_lat and atomic_bw only", ErrUsage, c.atomic)
+	case c.atomic != atomicFetchAdd && c.atomic != atomicCmpSwap:
+		return fmt.Errorf("%w: -A %s: invalid atomic type, choose from {%s,%s}", ErrUsage, c.atomic, atomicCmpSwap, atomicFetchAdd)
 	case c.kind.verb == verbAtomic && c.size != 8:
 		return fmt.Errorf("%w: atomic tests move 8 bytes", ErrUsage)
 	case c.kind.verb == verbAtomic && c.all:

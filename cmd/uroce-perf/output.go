@@ -47,7 +47,7 @@ func (p *printer) printf(format string, a ...any) {
 func (p *printer) Connected(local, remote []perftest.Dest, sys perftest.SysData) {
 	c := p.cfg
 	p.printf("\n" + perftest.ResultLine)
-	p.printf("                    %s\n", c.kind.title)
+	p.printf("                    %s\n", c.title())
 	p.printf(" Dual-port       : OFF\t\tDevice         : %s\n", p.device)
 	p.printf(" Number of qps   : %d\t\tTransport type : IB\n", c.qps)
 	p.printf(" Connection type : RC\t\tUsing SRQ      : OFF\n")
@@ -163,7 +163,7 @@ type jsonReport struct {
 
 func (p *printer) marshal() ([]byte, error) {
 	var j jsonReport
-	j.TestInfo.Test = p.cfg.kind.title
+	j.TestInfo.Test = p.cfg.title()
 	j.Counters = p.counters
 	j.TestInfo.Device = p.device
 	j.TestInfo.NumberOfQPs = p.cfg.qps
