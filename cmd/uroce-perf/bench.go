@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -43,6 +45,12 @@ type bench struct {
 	// progress is when the loop last moved, for the stall detector.
 	progress time.Duration
 	spins    int
+	// With -e, CQ.Wait waits under evCtx, which evTimer cancels after
+	// --timeout without a completion: the stall detector of the polling
+	// loops. Both are made once, so waiting allocates nothing.
+	evCtx    context.Context
+	evCancel context.CancelFunc
+	evTimer  *time.Timer
 }
 
 var _ runner = (*bench)(nil)
@@ -141,19 +149,47 @@ func (b *bench) idle() error {
 
 func (b *bench) moved() { b.progress = b.now() }
 
+// poll moves completions of cq into wc: with -e it waits for at least
+// one (perftest's ibv_get_cq_event, then ibv_poll_cq); else it polls once
+// and, finding none, runs idle. It returns ErrStalled after --timeout
+// without a completion.
+func (b *bench) poll(cq *verbs.CQ, wc []verbs.WC) (int, error) {
+	if !b.cfg.events {
+		n := cq.Poll(wc)
+		if n == 0 {
+			return 0, b.idle()
+		}
+		return n, nil
+	}
+	if b.evTimer == nil {
+		b.evCtx, b.evCancel = context.WithCancel(context.Background())
+		b.evTimer = time.AfterFunc(b.cfg.timeout, b.evCancel)
+	}
+	b.evTimer.Reset(b.cfg.timeout)
+	n, err := cq.Wait(b.evCtx, wc)
+	if !b.evTimer.Stop() && err == nil {
+		b.evTimer = nil // it fired as the completion came: a new context
+	}
+	if errors.Is(err, context.Canceled) {
+		return 0, fmt.Errorf("%w for %v", ErrStalled, b.cfg.timeout)
+	}
+	return n, err
+}
+
 // pollOne waits for one completion on cq and checks its status.
 func (b *bench) pollOne(cq *verbs.CQ) (verbs.WC, error) {
 	for {
-		if cq.Poll(b.wc[:1]) == 1 {
+		n, err := b.poll(cq, b.wc[:1])
+		if err != nil {
+			return verbs.WC{}, err
+		}
+		if n == 1 {
 			b.moved()
 			wc := b.wc[0]
 			if wc.Status != verbs.WCSuccess {
 				return wc, fmt.Errorf("%w: %v on %v (QPN %#x)", ErrCompletion, wc.Status, wc.Opcode, wc.QPN)
 			}
 			return wc, nil
-		}
-		if err := b.idle(); err != nil {
-			return verbs.WC{}, err
 		}
 	}
 }
@@ -386,11 +422,11 @@ func (b *bench) sendBW(size int, posted, completed []time.Duration) (int, error)
 				totS++
 			}
 		}
-		n := b.scq.Poll(b.wc[:])
+		n, err := b.poll(b.scq, b.wc[:])
+		if err != nil {
+			return 0, fmt.Errorf("%s: %d of %d completed: %w", b.cfg.kind.name, totC, iters*q, err)
+		}
 		if n == 0 {
-			if err := b.idle(); err != nil {
-				return 0, fmt.Errorf("%s: %d of %d completed: %w", b.cfg.kind.name, totC, iters*q, err)
-			}
 			continue
 		}
 		t := b.now()
@@ -424,11 +460,11 @@ func (b *bench) recvBW(size int, posted, completed []time.Duration) error {
 	rcnt := 0
 	var first time.Duration
 	for rcnt < total {
-		n := b.rcq.Poll(b.wc[:])
+		n, err := b.poll(b.rcq, b.wc[:])
+		if err != nil {
+			return fmt.Errorf("send_bw: %d of %d received: %w", rcnt, total, err)
+		}
 		if n == 0 {
-			if err := b.idle(); err != nil {
-				return fmt.Errorf("send_bw: %d of %d received: %w", rcnt, total, err)
-			}
 			continue
 		}
 		t := b.now()

@@ -88,6 +88,9 @@ var (
 type config struct {
 	kind kind
 	peer string // empty: server
+	// events (-e) waits for completions in CQ.Wait, perftest's
+	// ibv_get_cq_event, instead of busy-polling.
+	events bool
 	// atomic is -A's operation (atomic tests): FETCH_AND_ADD, perftest's
 	// default, or CMP_AND_SWAP.
 	atomic string
@@ -215,6 +218,11 @@ func parseArgs(k kind, args []string, helpOut io.Writer) (*config, error) {
 	intVar(&c.inline, "I", "inline_size", defInline, "largest message sent inline")
 	intVar(&c.cqMod, "Q", "cq-mod", 100, "signal one send in this many (bw tests)")
 	strVar(&c.atomic, "A", "atomic_type", atomicFetchAdd, "atomic operation of the atomic tests: "+atomicCmpSwap+" or "+atomicFetchAdd)
+	// perftest 4.5 and 25.01 spell it -e and --events; --use_event is
+	// its parameter's name, which users type too.
+	fs.BoolVar(&c.events, "e", false, "wait for completion events instead of polling the CQ")
+	fs.BoolVar(&c.events, "events", false, "same as -e")
+	fs.BoolVar(&c.events, "use_event", false, "same as -e")
 	fs.StringVar(&c.link, "link", link.Default, "link backend: "+strings.Join(link.Backends(), ", "))
 	fs.BoolVar(&c.json, "out_json", false, "also write the results as JSON")
 	fs.StringVar(&c.jsonTo, "out_json_file", "perftest_out.json", "file for --out_json (- is standard output)")

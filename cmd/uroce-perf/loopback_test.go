@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -137,6 +138,15 @@ func TestLoopback(t *testing.T) {
 		{"write_bw", []string{"-s", "8192", "-n", "300", "-q", "2"}, []int{8192}, 300, "server", true},
 		{"read_bw", []string{"-s", "5000", "-n", "300", "-m", "2048", "--report_gbits"}, []int{5000}, 300, "client", true},
 		{"send_bw", []string{"-s", "2050", "-n", "300", "-t", "32", "-r", "64"}, []int{2050}, 300, "server", true},
+		// -e: the same tests waiting in CQ.Wait instead of polling.
+		{"write_lat", []string{"-s", "64", "-n", "100", "-e"}, []int{64}, 100, "both", true},
+		{"read_lat", []string{"-s", "64", "-n", "100", "--events"}, []int{64}, 100, "client", false},
+		{"send_lat", []string{"-s", "300", "-n", "100", "-r", "16", "-e"}, []int{300}, 100, "both", true},
+		{"atomic_lat", []string{"-n", "100", "--use_event"}, []int{8}, 100, "client", false},
+		{"write_bw", []string{"-s", "8192", "-n", "300", "-q", "2", "-e"}, []int{8192}, 300, "server", true},
+		{"read_bw", []string{"-s", "5000", "-n", "300", "-e"}, []int{5000}, 300, "client", true},
+		{"send_bw", []string{"-s", "2050", "-n", "300", "-t", "32", "-r", "64", "-e"}, []int{2050}, 300, "server", true},
+		{"atomic_bw", []string{"-n", "300", "-e"}, []int{8}, 300, "client", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.test+"/"+strings.Join(tt.flags, "_"), func(t *testing.T) {
@@ -157,6 +167,12 @@ func TestLoopback(t *testing.T) {
 					}
 				} else if !(row["t_min[usec]"] > 0 && row["t_min[usec]"] <= row["t_typical[usec]"] && row["t_typical[usec]"] <= row["t_max[usec]"]) {
 					t.Errorf("row %d: latencies out of order: %v", i, row)
+				}
+			}
+			events := slices.ContainsFunc(tt.flags, func(f string) bool { return f == "-e" || f == "--events" || f == "--use_event" })
+			for _, out := range []string{so, co} {
+				if strings.Contains(out, " Test with events. Using udp:") != events {
+					t.Errorf("events line with -e %v:\n%s", events, out)
 				}
 			}
 			if strings.Contains(so, "#bytes") != tt.serverTable {

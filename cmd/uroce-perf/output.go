@@ -48,6 +48,9 @@ func (p *printer) Connected(local, remote []perftest.Dest, sys perftest.SysData)
 	c := p.cfg
 	p.printf("\n" + perftest.ResultLine)
 	p.printf("                    %s\n", c.title())
+	if c.events {
+		p.printf(" Test with events. Using %s_comp0\n", p.device)
+	}
 	p.printf(" Dual-port       : OFF\t\tDevice         : %s\n", p.device)
 	p.printf(" Number of qps   : %d\t\tTransport type : IB\n", c.qps)
 	p.printf(" Connection type : RC\t\tUsing SRQ      : OFF\n")
