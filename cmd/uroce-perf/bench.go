@@ -361,6 +361,10 @@ func (b *bench) sendLat(size int, posted []time.Duration) error {
 // Bandwidth runs one bandwidth test of a size: the sender's loop, or the
 // server's receiving loop in send_bw.
 func (b *bench) Bandwidth(size int) (perftest.BandwidthReport, error) {
+	if b.cfg.durationMode() || b.cfg.bidirSend() {
+		b.moved()
+		return b.stream(size, func(perftest.BandwidthReport) {})
+	}
 	total := b.cfg.iters * len(b.qps)
 	posted := make([]time.Duration, total)
 	completed := make([]time.Duration, total)

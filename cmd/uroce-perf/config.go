@@ -91,6 +91,20 @@ type config struct {
 	// events (-e) waits for completions in CQ.Wait, perftest's
 	// ibv_get_cq_event, instead of busy-polling.
 	events bool
+	// duration (-D, seconds) runs a bandwidth test for a time instead of
+	// -n iterations: a warm-up and a cool-down of margin seconds (-f,
+	// perftest's default a quarter of it) around the measured middle.
+	duration int
+	margin   int
+	// runInf (--run_infinitely) repeats a bandwidth report every
+	// duration seconds (5 by default, perftest's DEF_DURATION) until the
+	// command is interrupted.
+	runInf bool
+	// maxReports, when set, ends --run_infinitely after that many
+	// reports, as if the duration ended (tests).
+	maxReports int
+	// bidir (-b) has both sides send at once.
+	bidir bool
 	// atomic is -A's operation (atomic tests): FETCH_AND_ADD, perftest's
 	// default, or CMP_AND_SWAP.
 	atomic string
@@ -161,6 +175,9 @@ func (c *config) title() string {
 	if c.kind.verb == verbAtomic {
 		t = strings.Replace(t, atomicFetchAdd, c.atomic, 1)
 	}
+	if c.bidir {
+		t = strings.Replace(t, " BW Test", " Bidirectional BW Test", 1)
+	}
 	return t
 }
 
@@ -217,6 +234,11 @@ func parseArgs(k kind, args []string, helpOut io.Writer) (*config, error) {
 	intVar(&c.qps, "q", "qp", 1, "number of QPs")
 	intVar(&c.inline, "I", "inline_size", defInline, "largest message sent inline")
 	intVar(&c.cqMod, "Q", "cq-mod", 100, "signal one send in this many (bw tests)")
+	intVar(&c.duration, "D", "duration", 0, "run bandwidth tests for this many seconds instead of -n iterations")
+	intVar(&c.margin, "f", "margin", -1, "with -D: seconds of warm-up and cool-down, unmeasured (default a quarter of -D)")
+	fs.BoolVar(&c.runInf, "run_infinitely", false, "repeat the bandwidth report every -D seconds (5 unless given) until interrupted")
+	fs.BoolVar(&c.bidir, "b", false, "bidirectional: both sides send (bw tests)")
+	fs.BoolVar(&c.bidir, "bidirectional", false, "same as -b")
 	strVar(&c.atomic, "A", "atomic_type", atomicFetchAdd, "atomic operation of the atomic tests: "+atomicCmpSwap+" or "+atomicFetchAdd)
 	// perftest 4.5 and 25.01 spell it -e and --events; --use_event is
 	// its parameter's name, which users type too.
@@ -252,7 +274,88 @@ func parseArgs(k kind, args []string, helpOut io.Writer) (*config, error) {
 	return c, c.check()
 }
 
+// durationMode says whether the test runs for a time (-D or
+// --run_infinitely) rather than for -n iterations.
+func (c *config) durationMode() bool { return c.duration > 0 || c.runInf }
+
+// cqModUsed is the CQ moderation the bandwidth loops use: perftest lowers
+// -Q to the send queue's depth and, counting iterations, to their number.
+func (c *config) cqModUsed() int {
+	if c.durationMode() {
+		return min(c.cqMod, c.tx)
+	}
+	return min(c.cqMod, c.tx, c.iters)
+}
+
+// bidirSend says whether both sides send SENDs and receive them: send_bw
+// with -b (perftest's run_iter_bi).
+func (c *config) bidirSend() bool { return c.bidir && c.kind.verb == verbSend }
+
+// phase is where a duration-mode test stands.
+type phase int
+
+const (
+	phaseWarmUp phase = iota
+	phaseSample
+	phaseCoolDown
+	phaseEnd
+)
+
+// phaseAt is perftest's catch_alarm states at elapsed since the start:
+// margin seconds of warm-up, duration-2*margin measured, margin of
+// cool-down.
+func (c *config) phaseAt(elapsed time.Duration) phase {
+	m, d := time.Duration(c.margin)*time.Second, time.Duration(c.duration)*time.Second
+	switch {
+	case elapsed < m:
+		return phaseWarmUp
+	case elapsed < d-m:
+		return phaseSample
+	case elapsed < d:
+		return phaseCoolDown
+	}
+	return phaseEnd
+}
+
+// checkModes checks -D, --run_infinitely, -b and -e against each other
+// with perftest's words (force_dependecies), and sets -D's defaults.
+func (c *config) checkModes() error {
+	if c.runInf && c.duration == 0 {
+		c.duration = 5 // perftest's DEF_DURATION
+	}
+	if c.margin < 0 {
+		c.margin = c.duration / 4
+	}
+	switch {
+	case c.duration < 0:
+		return fmt.Errorf("%w: -D %d: the duration must be positive", ErrUsage, c.duration)
+	case c.bidir && !c.kind.bw:
+		return fmt.Errorf("%w: -b: bidirectional is only available in BW tests", ErrUsage)
+	case c.runInf && !c.kind.bw:
+		return fmt.Errorf("%w: --run_infinitely exists only in BW tests", ErrUsage)
+	case c.duration > 0 && !c.kind.bw:
+		// perftest 4.5 and 25.01 have a duration mode in their latency
+		// tests (run_iter_lat_duration); uroce's latency loops count
+		// iterations only.
+		return fmt.Errorf("%w: -D (perftest's duration mode) is not supported in latency tests: use -n", ErrUsage)
+	case c.runInf && c.events:
+		return fmt.Errorf("%w: --run_infinitely does not support events (-e)", ErrUsage)
+	case c.runInf && c.bidirSend():
+		return fmt.Errorf("%w: --run_infinitely is not supported in the SEND bidirectional BW test", ErrUsage)
+	case c.durationMode() && c.events:
+		return fmt.Errorf("%w: duration mode (-D) doesn't work with events (-e)", ErrUsage)
+	case c.durationMode() && c.all:
+		return fmt.Errorf("%w: duration mode (-D) doesn't support running on all sizes (-a)", ErrUsage)
+	case c.durationMode() && c.duration <= 2*c.margin:
+		return fmt.Errorf("%w: -D %d -f %d: the duration must be more than twice the margin", ErrUsage, c.duration, c.margin)
+	}
+	return nil
+}
+
 func (c *config) check() error {
+	if err := c.checkModes(); err != nil {
+		return err
+	}
 	switch {
 	case !strings.EqualFold(c.conn, "RC"):
 		return fmt.Errorf("%w: connection type %s: uroce runs RC only", ErrUsage, c.conn)

@@ -58,7 +58,7 @@ func (p *printer) Connected(local, remote []perftest.Dest, sys perftest.SysData)
 		p.printf(" TX depth        : %d\n", c.tx)
 	}
 	if c.kind.bw {
-		p.printf(" CQ Moderation   : %d\n", min(c.cqMod, c.tx, c.iters))
+		p.printf(" CQ Moderation   : %d\n", c.cqModUsed())
 	}
 	p.printf(" Mtu             : %d[B]\n", sys.MTU.Bytes())
 	p.printf(" Link type       : Ethernet\n")
