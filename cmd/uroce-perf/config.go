@@ -103,6 +103,9 @@ type config struct {
 	// maxReports, when set, ends --run_infinitely after that many
 	// reports, as if the duration ended (tests).
 	maxReports int
+	// udMax, with -c UD once the MTU is settled, is the largest
+	// message: one MTU.
+	udMax int
 	// bidir (-b) has both sides send at once.
 	bidir bool
 	// atomic is -A's operation (atomic tests): FETCH_AND_ADD, perftest's
@@ -161,6 +164,14 @@ func allSizes() []int {
 func (c *config) sizes() []int {
 	if c.sizeList != nil {
 		return c.sizeList
+	}
+	if c.udMax > 0 {
+		// perftest's UD runs sizes up to the MTU, and cuts a larger
+		// -s to it.
+		if c.all {
+			return slices.DeleteFunc(allSizes(), func(s int) bool { return s > c.udMax })
+		}
+		return []int{min(c.size, c.udMax)}
 	}
 	if c.all {
 		return allSizes()
@@ -228,7 +239,7 @@ func parseArgs(k kind, args []string, helpOut io.Writer) (*config, error) {
 	fs.BoolVar(&cpuFreq, "F", false, "accepted for perftest compatibility (no cycle counter here)")
 	fs.BoolVar(&cpuFreq, "CPU-freq", false, "same as -F")
 	fs.BoolVar(&c.gbits, "report_gbits", false, "report bandwidth in Gb/s instead of MB/s (2^20 bytes, as perftest)")
-	strVar(&c.conn, "c", "connection", "RC", "connection type (RC only)")
+	strVar(&c.conn, "c", "connection", "RC", "connection type: RC, or UD (send_lat, send_bw)")
 	intVar(&c.tx, "t", "tx-depth", defTx, "send queue depth")
 	intVar(&c.rx, "r", "rx-depth", 512, "receive queue depth (send tests)")
 	intVar(&c.qps, "q", "qp", 1, "number of QPs")
@@ -271,6 +282,9 @@ func parseArgs(k kind, args []string, helpOut io.Writer) (*config, error) {
 		}
 		c.peer, args = args[0], args[1:]
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	c.udDefaults(set)
 	return c, c.check()
 }
 
@@ -352,13 +366,59 @@ func (c *config) checkModes() error {
 	return nil
 }
 
+// udQKey is the Q_Key of perftest's UD QPs (DEF_QKEY), on both ends.
+const udQKey = 0x11111111
+
+// ud says whether the test runs on UD QPs (-c UD).
+func (c *config) ud() bool { return strings.EqualFold(c.conn, "UD") }
+
+// checkConn checks -c against the connection types perftest names.
+func (c *config) checkConn() error {
+	switch t := strings.ToUpper(c.conn); t {
+	case "RC", "UD":
+		return nil
+	case "UC", "XRC", "DC", "SRD", "RAWETH":
+		return fmt.Errorf("%w: connection type %s is not supported: uroce-perf runs RC, and UD in send_lat and send_bw", ErrUsage, c.conn)
+	default:
+		return fmt.Errorf("%w: connection type %s: invalid, choose from {RC,UC,UD,XRC,DC,SRD}", ErrUsage, c.conn)
+	}
+}
+
+// udDefaults applies perftest's UD defaults where the command line left
+// them: receive depth the iterations, at most 16000 (UC_MAX_RX), since
+// a datagram that finds no receive is lost; inline 188 bytes in send_lat
+// (DEF_INLINE_SEND_UD), and at most 1024 (MAX_INLINE_UD).
+func (c *config) udDefaults(set map[string]bool) {
+	if !c.ud() {
+		return
+	}
+	if !set["r"] && !set["rx-depth"] {
+		c.rx = min(c.iters, 16000)
+	}
+	if !set["I"] && !set["inline_size"] && !c.kind.bw {
+		c.inline = 188
+	}
+	c.inline = min(c.inline, 1024)
+}
+
 func (c *config) check() error {
 	if err := c.checkModes(); err != nil {
 		return err
 	}
+	if err := c.checkConn(); err != nil {
+		return err
+	}
 	switch {
-	case !strings.EqualFold(c.conn, "RC"):
-		return fmt.Errorf("%w: connection type %s: uroce runs RC only", ErrUsage, c.conn)
+	case c.ud() && c.kind.verb != verbSend:
+		return fmt.Errorf("%w: connection type UD: UD connection only possible in SEND tests (perftest's rule)", ErrUsage)
+	case c.ud() && c.rdmaCM:
+		return fmt.Errorf("%w: connection type UD with -R (rdma_cm) is not supported", ErrUsage)
+	case c.ud() && c.bidir:
+		return fmt.Errorf("%w: connection type UD with -b is not supported", ErrUsage)
+	case c.ud() && c.durationMode():
+		return fmt.Errorf("%w: connection type UD with -D or --run_infinitely is not supported", ErrUsage)
+	case c.ud() && c.qps > 1:
+		return fmt.Errorf("%w: connection type UD with -q %d is not supported: one QP", ErrUsage, c.qps)
 	case c.size < 1 || c.size > 1<<23 && !c.all:
 		return fmt.Errorf("%w: size %d out of 1..%d", ErrUsage, c.size, 1<<23)
 	case c.atomic != atomicFetchAdd && c.kind.verb != verbAtomic:
@@ -385,4 +445,12 @@ func (c *config) check() error {
 		return fmt.Errorf("%w: link %q (%s)", ErrUsage, c.link, strings.Join(link.Backends(), ", "))
 	}
 	return nil
+}
+
+// connName is the connection type as perftest's banner names it.
+func (c *config) connName() string {
+	if c.ud() {
+		return "UD"
+	}
+	return "RC"
 }

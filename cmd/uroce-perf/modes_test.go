@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestLoopbackDuration runs the bandwidth tests for a time (-D): one row
@@ -152,5 +153,102 @@ func TestModeArgs(t *testing.T) {
 	}
 	if c, err = parseArgs(k, []string{"--run_infinitely"}, io.Discard); err != nil || c.duration != 5 || c.margin != 1 {
 		t.Errorf("--run_infinitely: %+v, %v", c, err)
+	}
+}
+
+// TestLoopbackUD runs send_lat and send_bw on UD QPs (-c UD): datagrams
+// of at most one MTU, a larger -s cut to it and -a stopping there, as
+// perftest's UD tests do.
+func TestLoopbackUD(t *testing.T) {
+	for _, tt := range []struct {
+		test  string
+		flags []string
+		sizes []int
+		iters int
+	}{
+		{"send_lat", []string{"-c", "UD", "-s", "64", "-n", "200"}, []int{64}, 200},
+		{"send_lat", []string{"--connection=UD", "-a", "-n", "20", "-m", "1024"}, []int{2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}, 20},
+		{"send_bw", []string{"-c", "UD", "-s", "1024", "-n", "300", "-t", "16"}, []int{1024}, 300},
+		{"send_bw", []string{"-c", "UD", "-n", "200", "-m", "2048", "-t", "16"}, []int{2048}, 200},
+	} {
+		t.Run(tt.test+"/"+strings.Join(tt.flags, "_"), func(t *testing.T) {
+			so, co, pc := runPair(t, tt.test, tt.flags...)
+			for side, out := range map[string]string{"client": co, "server": so} {
+				if !strings.Contains(out, " Connection type : UD\t") {
+					t.Errorf("%s banner:\n%s", side, out)
+				}
+				rows := tableRows(t, out)
+				if len(rows) != len(tt.sizes) {
+					t.Fatalf("%s: %d rows, want %d:\n%s", side, len(rows), len(tt.sizes), out)
+				}
+				for i, r := range rows {
+					if int(r["#bytes"]) != tt.sizes[i] || int(r["#iterations"]) != tt.iters {
+						t.Errorf("%s row %d: %v", side, i, r)
+					}
+				}
+			}
+			want := uint64(0)
+			for _, s := range tt.sizes {
+				want += uint64(s * tt.iters)
+			}
+			if pc.Server.RxBytes < want {
+				t.Errorf("server received %d bytes, want at least %d", pc.Server.RxBytes, want)
+			}
+		})
+	}
+}
+
+// TestConnArgs: -c takes RC, and UD for the send tests; UC and the other
+// types perftest knows are named as unsupported, anything else invalid.
+func TestConnArgs(t *testing.T) {
+	for _, tt := range []struct {
+		test, conn string
+		err        string // empty: accepted
+	}{
+		{"send_lat", "UD", ""},
+		{"send_bw", "ud", ""},
+		{"write_bw", "RC", ""},
+		{"write_lat", "UD", "UD connection only possible in SEND tests"},
+		{"send_lat", "UC", "connection type UC is not supported"},
+		{"write_bw", "UC", "connection type UC is not supported"},
+		{"send_bw", "XRC", "connection type XRC is not supported"},
+		{"send_bw", "DC", "connection type DC is not supported"},
+		{"send_bw", "SRD", "connection type SRD is not supported"},
+		{"send_bw", "XYZ", "invalid, choose from {RC,UC,UD,XRC,DC,SRD}"},
+	} {
+		k, _ := kindByName(tt.test)
+		_, err := parseArgs(k, []string{"-c", tt.conn}, io.Discard)
+		if tt.err == "" && err != nil || tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)) {
+			t.Errorf("%s -c %s: %v, want %q", tt.test, tt.conn, err, tt.err)
+		}
+	}
+	k, _ := kindByName("send_bw")
+	if c, _ := parseArgs(k, []string{"-c", "UD"}, io.Discard); c.rx != 5000 {
+		t.Errorf("UD send_bw rx depth %d, want the iterations", c.rx)
+	}
+	k, _ = kindByName("send_lat")
+	if c, _ := parseArgs(k, []string{"-c", "UD", "-r", "64"}, io.Discard); c.rx != 64 || c.inline != 188 {
+		t.Errorf("UD send_lat -r 64: rx %d, inline %d", c.rx, c.inline)
+	}
+}
+
+// TestUDLoss: a UD send_bw server whose datagrams do not all come (here
+// the client sends fewer than the server waits for) reports what came
+// after --timeout, as perftest's check_alive does, instead of failing.
+func TestUDLoss(t *testing.T) {
+	srvCfg, cliCfg, srvAddr, cliAddr := pairConfigs(t, "send_bw", "-c", "UD", "-s", "512", "-n", "300", "-t", "16")
+	cliCfg.iters = 200
+	srvCfg.timeout = 2 * time.Second
+	var so, co, se bytes.Buffer
+	srvCfg.notice = &se
+	if _, err := pair(context.Background(), srvCfg, cliCfg, srvAddr, cliAddr, &so, &co); err != nil {
+		t.Fatalf("%v\nserver:\n%s\nclient:\n%s", err, so.String(), co.String())
+	}
+	rows := tableRows(t, so.String())
+	if len(rows) != 1 || rows[0]["#iterations"] != 200 || rows[0]["BW average[MB/sec]"] <= 0 {
+		t.Errorf("server rows %v", rows)
+	}
+	if !strings.Contains(se.String(), "total received 200, total iterations required 300") {
+		t.Errorf("server notice %q", se.String())
 	}
 }

@@ -53,7 +53,7 @@ func (p *printer) Connected(local, remote []perftest.Dest, sys perftest.SysData)
 	}
 	p.printf(" Dual-port       : OFF\t\tDevice         : %s\n", p.device)
 	p.printf(" Number of qps   : %d\t\tTransport type : IB\n", c.qps)
-	p.printf(" Connection type : RC\t\tUsing SRQ      : OFF\n")
+	p.printf(" Connection type : %s\t\tUsing SRQ      : OFF\n", c.connName())
 	if c.kind.bw || c.kind.verb == verbSend {
 		p.printf(" TX depth        : %d\n", c.tx)
 	}
@@ -170,7 +170,7 @@ func (p *printer) marshal() ([]byte, error) {
 	j.Counters = p.counters
 	j.TestInfo.Device = p.device
 	j.TestInfo.NumberOfQPs = p.cfg.qps
-	j.TestInfo.ConnectionType = "RC"
+	j.TestInfo.ConnectionType = p.cfg.connName()
 	j.TestInfo.Link = p.cfg.link
 	j.TestInfo.Role = "client"
 	if p.cfg.peer == "" {
