@@ -117,7 +117,7 @@ func (b *bench) Setup(sys perftest.SysData) ([]perftest.Dest, error) {
 			return nil, fmt.Errorf("setup: %w", err)
 		}
 		b.qps = append(b.qps, qp)
-		d := perftest.Dest{OutReads: c.kind.outReads(), QPN: qp.QPN(), PSN: rand.Uint32() & 0xffffff,
+		d := perftest.Dest{OutReads: c.outReads(), QPN: qp.QPN(), PSN: rand.Uint32() & 0xffffff,
 			RKey: rkey, VAddr: b.mr.Addr() + uint64((q+i)*b.blk)}
 		d.GID = gids[c.gidIdx].As16()
 		b.mine = append(b.mine, d)
@@ -148,7 +148,8 @@ func (b *bench) Connect(remote []perftest.Dest) error {
 		}
 		rd := min(r.OutReads, b.mine[i].OutReads, 128)
 		ep := verbs.Endpoint{Addr: r.GIDAddr().Unmap(), QPN: r.QPN, PSN: r.PSN}
-		if err := qp.Connect(ep, verbs.ConnectOptions{PathMTU: b.mtu.Bytes(), PSN: b.mine[i].PSN, RdAtomic: uint8(max(rd, 1))}); err != nil {
+		if err := qp.Connect(ep, verbs.ConnectOptions{PathMTU: b.mtu.Bytes(), PSN: b.mine[i].PSN, RdAtomic: uint8(max(rd, 1)),
+			Timeout: uint8(b.cfg.qpTimeout)}); err != nil {
 			return fmt.Errorf("connect QP %#x: %w", qp.QPN(), err)
 		}
 	}
@@ -395,6 +396,14 @@ func (b *bench) sendLat(size int, posted []time.Duration) error {
 // Bandwidth runs one bandwidth test of a size: the sender's loop, or the
 // server's receiving loop in send_bw.
 func (b *bench) Bandwidth(size int) (perftest.BandwidthReport, error) {
+	r, err := b.bandwidth(size)
+	if b.cfg.noPeak {
+		r.Peak = 0 // perftest's -N: peak_up is 0
+	}
+	return r, err
+}
+
+func (b *bench) bandwidth(size int) (perftest.BandwidthReport, error) {
 	if b.cfg.durationMode() || b.cfg.bidirSend() {
 		b.moved()
 		return b.stream(size, func(perftest.BandwidthReport) {})

@@ -73,6 +73,31 @@ func (k kind) outReads() uint16 {
 	return 1
 }
 
+// outReads is the initiator depth this side offers in its Dest message:
+// the kind's, or -o's, at most the 128 of rxe's max_qp_rd_atom, as
+// perftest's ctx_set_out_reads takes the smaller of the two.
+func (c *config) outReads() uint16 {
+	if c.outs > 0 && (c.kind.verb == verbRead || c.kind.verb == verbAtomic) {
+		return uint16(min(c.outs, 0x80))
+	}
+	return c.kind.outReads()
+}
+
+// printHelp prints fs's flags as -h lists them, leaving out perftest's
+// options that are only known by name (perftestopts.go).
+func printHelp(fs *flag.FlagSet, w io.Writer) {
+	shown := flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
+	shown.SetOutput(w)
+	fs.VisitAll(func(f *flag.Flag) {
+		if !isRefused(f) {
+			shown.Var(f.Value, f.Name, f.Usage)
+			shown.Lookup(f.Name).DefValue = f.DefValue
+		}
+	})
+	shown.PrintDefaults()
+	fmt.Fprintln(w, "\nperftest 4.5's and 25.x's other options are refused by name, as not supported.")
+}
+
 // Errors of the command line and of a run.
 var (
 	// ErrUsage means the command line does not describe a test.
@@ -106,6 +131,14 @@ type config struct {
 	// udMax, with -c UD once the MTU is settled, is the largest
 	// message: one MTU.
 	udMax int
+	// noPeak (-N) reports no peak bandwidth.
+	noPeak bool
+	// ibPort (-i), sl (-S): a uroce device has one port and RoCEv2 no
+	// service level; perftest's defaults are accepted.
+	ibPort, sl int
+	// qpTimeout (-u) is the local ACK timeout exponent (IBA 11.2.4.2);
+	// outs (-o), when set, the initiator depth offered.
+	qpTimeout, outs int
 	// bidir (-b) has both sides send at once.
 	bidir bool
 	// atomic is -A's operation (atomic tests): FETCH_AND_ADD, perftest's
@@ -264,11 +297,24 @@ func parseArgs(k kind, args []string, helpOut io.Writer) (*config, error) {
 	fs.BoolVar(&c.rdmaCM, "R", false, "connect QPs with rdma_cm and run the exchange over it instead of TCP")
 	fs.BoolVar(&c.rdmaCM, "rdma_cm", false, "same as -R")
 	fs.StringVar(&c.metrics, "metrics", "", "serve Prometheus metrics at http://`addr`/metrics during the test, e.g. :9090")
+	var version, oldPostSend bool
+	fs.BoolVar(&version, "V", false, "print the perftest version uroce-perf announces, and exit")
+	fs.BoolVar(&version, "version", false, "same as -V")
+	fs.BoolVar(&c.noPeak, "N", false, "no peak bandwidth (bw tests): report it as 0")
+	fs.BoolVar(&c.noPeak, "noPeak", false, "same as -N")
+	intVar(&c.ibPort, "i", "ib-port", 1, "port of the device (a uroce device has one: 1)")
+	intVar(&c.sl, "S", "sl", 0, "service level (0 only: RoCEv2 carries none)")
+	intVar(&c.qpTimeout, "u", "qp-timeout", 14, "local ACK timeout, 4.096 µs × 2^value (1..31)")
+	intVar(&c.outs, "o", "outs", 0, "outstanding reads and atomics offered (read and atomic tests; default 128, rxe's max_qp_rd_atom)")
+	// --use_old_post_send picks ibv_post_send over perftest's ibv_wr_*
+	// API; uroce-perf has one post path, so it changes nothing.
+	fs.BoolVar(&oldPostSend, "use_old_post_send", false, "accepted for perftest compatibility (one post path here)")
+	var refused []string
+	registerRefused(fs, &refused)
 	for {
 		if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintf(helpOut, "usage: uroce-perf %s [flags] [peer]   (no peer: the server)\n\nFlags, as perftest's ib_%s where it has them:\n", k.name, k.name)
-			fs.SetOutput(helpOut)
-			fs.PrintDefaults()
+			printHelp(fs, helpOut)
 			return nil, errHelp
 		} else if err != nil {
 			return nil, fmt.Errorf("%w: %v (uroce-perf %s -h lists the flags)", ErrUsage, err, k.name)
@@ -282,8 +328,18 @@ func parseArgs(k kind, args []string, helpOut io.Writer) (*config, error) {
 		}
 		c.peer, args = args[0], args[1:]
 	}
+	if len(refused) > 0 {
+		return nil, refusedError(fs, refused)
+	}
+	if version {
+		fmt.Fprintf(helpOut, "Version: %s\n", perftest.Version)
+		return nil, errHelp
+	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if (set["o"] || set["outs"]) && k.verb != verbRead && k.verb != verbAtomic {
+		return nil, fmt.Errorf("%w: -o: setting outstanding reads is only available in read and atomic tests", ErrUsage)
+	}
 	c.udDefaults(set)
 	return c, c.check()
 }
@@ -351,7 +407,7 @@ func (c *config) checkModes() error {
 		// perftest 4.5 and 25.01 have a duration mode in their latency
 		// tests (run_iter_lat_duration); uroce's latency loops count
 		// iterations only.
-		return fmt.Errorf("%w: -D (perftest's duration mode) is not supported in latency tests: use -n", ErrUsage)
+		return &unsupportedError{"-D (perftest's duration mode) is not supported in latency tests: use -n"}
 	case c.runInf && c.events:
 		return fmt.Errorf("%w: --run_infinitely does not support events (-e)", ErrUsage)
 	case c.runInf && c.bidirSend():
@@ -377,8 +433,10 @@ func (c *config) checkConn() error {
 	switch t := strings.ToUpper(c.conn); t {
 	case "RC", "UD":
 		return nil
-	case "UC", "XRC", "DC", "SRD", "RAWETH":
-		return fmt.Errorf("%w: connection type %s is not supported: uroce-perf runs RC, and UD in send_lat and send_bw", ErrUsage, c.conn)
+	case "UC":
+		return &unsupportedError{fmt.Sprintf("-c %s (perftest's connection type UC) is not supported: uroce has no UC QPs yet; it runs RC, and UD in send_lat and send_bw", c.conn)}
+	case "XRC", "DC", "SRD", "RAWETH":
+		return &unsupportedError{fmt.Sprintf("-c %s (perftest's connection type %s) is not supported: uroce-perf runs RC, and UD in send_lat and send_bw", c.conn, t)}
 	default:
 		return fmt.Errorf("%w: connection type %s: invalid, choose from {RC,UC,UD,XRC,DC,SRD}", ErrUsage, c.conn)
 	}
@@ -409,6 +467,16 @@ func (c *config) check() error {
 		return err
 	}
 	switch {
+	case c.ibPort != 1:
+		return &unsupportedError{fmt.Sprintf("-i %d (perftest's IB port) is not supported: a uroce device has one port, 1", c.ibPort)}
+	case c.sl != 0:
+		return &unsupportedError{fmt.Sprintf("-S %d (perftest's service level) is not supported: RoCEv2 carries none, 0 only", c.sl)}
+	case c.qpTimeout < 1 || c.qpTimeout > 31:
+		return fmt.Errorf("%w: -u %d: the QP timeout is 1 to 31 here (0, no timeout, is not supported)", ErrUsage, c.qpTimeout)
+	case c.outs < 0:
+		return fmt.Errorf("%w: -o %d: outstanding reads must be positive", ErrUsage, c.outs)
+	case c.noPeak && !c.kind.bw:
+		return fmt.Errorf("%w: -N: NoPeak only valid for BW tests", ErrUsage)
 	case c.ud() && c.kind.verb != verbSend:
 		return fmt.Errorf("%w: connection type UD: UD connection only possible in SEND tests (perftest's rule)", ErrUsage)
 	case c.ud() && c.rdmaCM:

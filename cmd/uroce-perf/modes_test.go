@@ -209,11 +209,11 @@ func TestConnArgs(t *testing.T) {
 		{"send_bw", "ud", ""},
 		{"write_bw", "RC", ""},
 		{"write_lat", "UD", "UD connection only possible in SEND tests"},
-		{"send_lat", "UC", "connection type UC is not supported"},
-		{"write_bw", "UC", "connection type UC is not supported"},
-		{"send_bw", "XRC", "connection type XRC is not supported"},
-		{"send_bw", "DC", "connection type DC is not supported"},
-		{"send_bw", "SRD", "connection type SRD is not supported"},
+		{"send_lat", "UC", "(perftest's connection type UC) is not supported"},
+		{"write_bw", "UC", "(perftest's connection type UC) is not supported"},
+		{"send_bw", "XRC", "(perftest's connection type XRC) is not supported"},
+		{"send_bw", "DC", "(perftest's connection type DC) is not supported"},
+		{"send_bw", "SRD", "(perftest's connection type SRD) is not supported"},
 		{"send_bw", "XYZ", "invalid, choose from {RC,UC,UD,XRC,DC,SRD}"},
 	} {
 		k, _ := kindByName(tt.test)
