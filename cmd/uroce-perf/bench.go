@@ -406,7 +406,7 @@ func (b *bench) Bandwidth(size int) (perftest.BandwidthReport, error) {
 func (b *bench) bandwidth(size int) (perftest.BandwidthReport, error) {
 	if b.cfg.durationMode() || b.cfg.bidirSend() {
 		b.moved()
-		return b.stream(size, func(perftest.BandwidthReport) {})
+		return b.stream(size, func(perftest.BandwidthReport) {}, nil)
 	}
 	total := b.cfg.iters * len(b.qps)
 	posted := make([]time.Duration, total)

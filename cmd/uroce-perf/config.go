@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -128,6 +129,8 @@ type config struct {
 	// maxReports, when set, ends --run_infinitely after that many
 	// reports, as if the duration ended (tests).
 	maxReports int
+	// interrupt, when set, stands for SIGINT in --run_infinitely (tests).
+	interrupt chan os.Signal
 	// udMax, with -c UD once the MTU is settled, is the largest
 	// message: one MTU.
 	udMax int

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -120,6 +121,26 @@ func TestLoopbackRunInfinitely(t *testing.T) {
 				t.Errorf("server rows:\n%s", so.String())
 			}
 		})
+	}
+}
+
+// TestRunInfinitelyInterrupt: SIGINT ends a write_bw client's
+// --run_infinitely with the closing exchange, as perftest 25.01's
+// handle_sigint, and the server says that the client closed.
+func TestRunInfinitelyInterrupt(t *testing.T) {
+	srvCfg, cliCfg, srvAddr, cliAddr := pairConfigs(t, "write_bw", "-s", "4096", "-D", "1", "--run_infinitely")
+	cliCfg.interrupt = make(chan os.Signal, 1)
+	time.AfterFunc(1500*time.Millisecond, func() { cliCfg.interrupt <- os.Interrupt })
+	var so, co bytes.Buffer
+	if _, err := pair(context.Background(), srvCfg, cliCfg, srvAddr, cliAddr, &so, &co); err != nil {
+		t.Fatalf("%v\nserver:\n%s\nclient:\n%s", err, so.String(), co.String())
+	}
+	// At least one report row, then perftest's line, then the closing one.
+	if !strings.Contains(co.String(), "\n 4096       ") || !strings.Contains(co.String(), "\n\n User stopped traffic\n---") {
+		t.Errorf("client:\n%s", co.String())
+	}
+	if !strings.Contains(so.String(), " Client closed connection\n") {
+		t.Errorf("server:\n%s", so.String())
 	}
 }
 

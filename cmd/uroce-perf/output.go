@@ -44,6 +44,9 @@ func (p *printer) printf(format string, a ...any) {
 	}
 }
 
+// Note prints one of perftest's own lines as it is.
+func (p *printer) Note(msg string) { p.printf("%s", msg) }
+
 func (p *printer) Connected(local, remote []perftest.Dest, sys perftest.SysData) {
 	c := p.cfg
 	p.printf("\n" + perftest.ResultLine)

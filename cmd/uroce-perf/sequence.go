@@ -259,7 +259,10 @@ func (s *session) exchange() error {
 				var r perftest.BandwidthReport
 				var err error
 				if s.cfg.runInf {
-					r, err = s.infinitely(size)
+					if r, err = s.infinitely(size); errors.Is(err, errUserStopped) {
+						s.note("\n User stopped traffic\n")
+						err = nil
+					}
 				} else if r, err = s.r.Bandwidth(size); err == nil {
 					s.out.Bandwidth(r)
 				}
@@ -286,7 +289,9 @@ func (s *session) exchange() error {
 		if err != nil {
 			return err
 		}
-		if s.server && !s.cfg.runInf {
+		if s.server && s.cfg.runInf {
+			s.note(" Client closed connection\n") // perftest 25.01's words
+		} else if s.server {
 			s.out.Bandwidth(perftest.BandwidthReport{Bytes: int(theirs.Size), Iters: int(theirs.Iters),
 				Peak: theirs.BWPeak, Avg: theirs.BWAvg, MsgRate: theirs.MsgRate, Gbits: s.cfg.gbits})
 		}
@@ -309,6 +314,16 @@ func (s *session) infinitely(size int) (perftest.BandwidthReport, error) {
 		return perftest.BandwidthReport{}, fmt.Errorf("--run_infinitely: %w", errors.ErrUnsupported)
 	}
 	return ir.Infinitely(size, s.out.Bandwidth)
+}
+
+// noter is a reporter that prints a line of perftest's own (printer).
+type noter interface{ Note(string) }
+
+// note prints msg if the reporter prints such lines.
+func (s *session) note(msg string) {
+	if n, ok := s.out.(noter); ok {
+		n.Note(msg)
+	}
 }
 
 // sumReports swaps this side's report of a bidirectional test with the

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"os/signal"
 	"time"
 
 	"github.com/uroce/uroce/pkg/perftest"
@@ -25,8 +28,8 @@ import (
 // received, while the clock is between the warm-up and the cool-down,
 // and returns their rate. With --run_infinitely it hands emit a report
 // every -D seconds, of the messages since the last one, and returns only
-// on an error (or after maxReports, in tests).
-func (b *bench) stream(size int, emit func(perftest.BandwidthReport)) (perftest.BandwidthReport, error) {
+// on an error, when stop receives (SIGINT), or after maxReports (tests).
+func (b *bench) stream(size int, emit func(perftest.BandwidthReport), stop <-chan os.Signal) (perftest.BandwidthReport, error) {
 	c := b.cfg
 	name := c.kind.name
 	q := len(b.qps)
@@ -93,6 +96,11 @@ func (b *bench) stream(size int, emit func(perftest.BandwidthReport)) (perftest.
 		case !started:
 		case c.runInf:
 			counting = true
+			select {
+			case <-stop:
+				return last, errUserStopped
+			default:
+			}
 			if now-lastAt >= every {
 				last = perftest.DurationBandwidth(size, count, now-lastAt, factor, c.gbits)
 				emit(last)
@@ -192,9 +200,23 @@ func (b *bench) stream(size int, emit func(perftest.BandwidthReport)) (perftest.
 	}
 }
 
+// errUserStopped is --run_infinitely's end by SIGINT.
+var errUserStopped = errors.New("user stopped traffic")
+
 // Infinitely runs --run_infinitely's loop (stream), handing each report
-// to emit.
+// to emit. A client of a one-way WRITE, READ or atomic test ends it on
+// SIGINT and returns errUserStopped, so that the test ends with the
+// closing exchange, as perftest 25.01's run_iter_bw_infinitely does
+// (handle_sigint); the others end only with the process, as perftest's.
 func (b *bench) Infinitely(size int, emit func(perftest.BandwidthReport)) (perftest.BandwidthReport, error) {
 	b.moved()
-	return b.stream(size, emit)
+	c := b.cfg
+	stop := c.interrupt
+	if stop == nil && !b.server && !c.bidir && c.kind.verb != verbSend {
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, os.Interrupt)
+		defer signal.Stop(ch)
+		stop = ch
+	}
+	return b.stream(size, emit, stop)
 }
