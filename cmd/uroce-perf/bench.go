@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"time"
@@ -29,6 +31,11 @@ type bench struct {
 	blk      int
 	scq, rcq *verbs.CQ
 	qps      []*verbs.QueuePair
+	// ahs address the peer's QPs with -c UD.
+	ahs []*verbs.AH
+	// received, when not 0, is how many SENDs recvBW counted before UD
+	// lost the rest.
+	received int
 	mine     []perftest.Dest
 	rem      []perftest.Dest
 	mtu      perftest.MTU
@@ -42,6 +49,12 @@ type bench struct {
 	// progress is when the loop last moved, for the stall detector.
 	progress time.Duration
 	spins    int
+	// With -e, CQ.Wait waits under evCtx, which evTimer cancels after
+	// --timeout without a completion: the stall detector of the polling
+	// loops. Both are made once, so waiting allocates nothing.
+	evCtx    context.Context
+	evCancel context.CancelFunc
+	evTimer  *time.Timer
 }
 
 var _ runner = (*bench)(nil)
@@ -65,6 +78,11 @@ func (b *bench) Setup(sys perftest.SysData) ([]perftest.Dest, error) {
 		return nil, checkGIDIndex(c.gidIdx, b.dev, "")
 	}
 	b.blk = max(c.maxSize(), sys.PageSize)
+	if c.ud() {
+		// A UD receive buffer starts with the GRH's 40 bytes.
+		b.blk = max(c.maxSize()+verbs.GRHLen, sys.PageSize)
+		c.udMax = b.mtu.Bytes()
+	}
 	q := c.qps
 	b.pd = b.dev.AllocPD()
 	var err error
@@ -88,13 +106,17 @@ func (b *bench) Setup(sys perftest.SysData) ([]perftest.Dest, error) {
 		rkey = 0 // perftest's send tests register no remote access
 	}
 	for i := range q {
-		qp, err := b.pd.CreateQP(&verbs.QPInit{SendCQ: b.scq, RecvCQ: b.rcq, Cap: verbs.QPCap{
+		typ := verbs.QPTypeRC
+		if c.ud() {
+			typ = verbs.QPTypeUD
+		}
+		qp, err := b.pd.CreateQP(&verbs.QPInit{Type: typ, SendCQ: b.scq, RecvCQ: b.rcq, Cap: verbs.QPCap{
 			MaxSendWR: c.tx, MaxRecvWR: c.rx, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInline: c.inline}})
 		if err != nil {
 			return nil, fmt.Errorf("setup: %w", err)
 		}
 		b.qps = append(b.qps, qp)
-		d := perftest.Dest{OutReads: c.kind.outReads(), QPN: qp.QPN(), PSN: verbs.RandomPSN(),
+		d := perftest.Dest{OutReads: c.outReads(), QPN: qp.QPN(), PSN: verbs.RandomPSN(),
 			RKey: rkey, VAddr: b.mr.Addr() + uint64((q+i)*b.blk)}
 		d.GID = gids[c.gidIdx].As16()
 		b.mine = append(b.mine, d)
@@ -109,9 +131,24 @@ func (b *bench) Connect(remote []perftest.Dest) error {
 	b.rem = append(b.rem[:0], remote...)
 	for i, qp := range b.qps {
 		r := remote[i]
+		if b.cfg.ud() {
+			// perftest's ctx_connect for UD: the QP to RTS with its
+			// PSN and DEF_QKEY, an AH toward the peer's GID; each
+			// send names the peer's QPN.
+			ah, err := b.pd.CreateAH(verbs.AHAttr{DGID: r.GIDAddr()})
+			if err != nil {
+				return fmt.Errorf("connect UD QP %#x: %w", qp.QPN(), err)
+			}
+			if err := qp.ActivateUD(udQKey, b.mine[i].PSN); err != nil {
+				return fmt.Errorf("connect UD QP %#x: %w", qp.QPN(), err)
+			}
+			b.ahs = append(b.ahs, ah)
+			continue
+		}
 		rd := min(r.OutReads, b.mine[i].OutReads, 128)
 		ep := verbs.Endpoint{Addr: r.GIDAddr().Unmap(), QPN: r.QPN, PSN: r.PSN}
-		if err := qp.Connect(ep, verbs.ConnectOptions{PathMTU: b.mtu.Bytes(), PSN: b.mine[i].PSN, RdAtomic: uint8(max(rd, 1)), Retrans: b.cfg.retrans()}); err != nil {
+		if err := qp.Connect(ep, verbs.ConnectOptions{PathMTU: b.mtu.Bytes(), PSN: b.mine[i].PSN, RdAtomic: uint8(max(rd, 1)),
+			Timeout: uint8(b.cfg.qpTimeout), Retrans: b.cfg.retrans()}); err != nil {
 			return fmt.Errorf("connect QP %#x: %w", qp.QPN(), err)
 		}
 	}
@@ -140,20 +177,48 @@ func (b *bench) idle() error {
 
 func (b *bench) moved() { b.progress = b.now() }
 
+// poll moves completions of cq into wc: with -e it waits for at least
+// one (perftest's ibv_get_cq_event, then ibv_poll_cq); else it polls once
+// and, finding none, runs idle. It returns ErrStalled after --timeout
+// without a completion.
+func (b *bench) poll(cq *verbs.CQ, wc []verbs.WC) (int, error) {
+	if !b.cfg.events {
+		n := cq.Poll(wc)
+		if n == 0 {
+			return 0, b.idle()
+		}
+		return n, nil
+	}
+	if b.evTimer == nil {
+		b.evCtx, b.evCancel = context.WithCancel(context.Background())
+		b.evTimer = time.AfterFunc(b.cfg.timeout, b.evCancel)
+	}
+	b.evTimer.Reset(b.cfg.timeout)
+	n, err := cq.Wait(b.evCtx, wc)
+	if !b.evTimer.Stop() && err == nil {
+		b.evTimer = nil // it fired as the completion came: a new context
+	}
+	if errors.Is(err, context.Canceled) {
+		return 0, fmt.Errorf("%w for %v", ErrStalled, b.cfg.timeout)
+	}
+	return n, err
+}
+
 // pollOne waits for one completion on cq and checks its status; scnt and
 // ccnt are what perftest prints with a failed one.
 func (b *bench) pollOne(cq *verbs.CQ, scnt, ccnt int) (verbs.WC, error) {
 	for {
-		if cq.Poll(b.wc[:1]) == 1 {
+		n, err := b.poll(cq, b.wc[:1])
+		if err != nil {
+			return verbs.WC{}, err
+		}
+		if n == 1 {
 			b.moved()
 			wc := b.wc[0]
 			if wc.Status != verbs.WCSuccess {
 				return wc, &wcError{wc: wc, recv: cq == b.rcq, scnt: scnt, ccnt: ccnt}
 			}
 			return wc, nil
-		}
-		if err := b.idle(); err != nil {
-			return verbs.WC{}, err
 		}
 	}
 }
@@ -171,8 +236,17 @@ func (b *bench) prepare(i, size int) *verbs.SendWR {
 	case verbSend:
 		b.wr.Opcode = verbs.WRSend
 	case verbAtomic:
+		// perftest's ctx_set_send_wqes: add ATOMIC_ADD_VALUE (1), or
+		// compare with 0 and swap in ATOMIC_SWAP_VALUE (0).
 		b.wr.Opcode = verbs.WRFetchAdd
 		b.wr.CompareAdd = 1
+		if c.atomic == atomicCmpSwap {
+			b.wr.Opcode = verbs.WRCompareSwap
+			b.wr.CompareAdd, b.wr.Swap = 0, 0
+		}
+	}
+	if c.ud() {
+		b.wr.AH, b.wr.RemoteQPN, b.wr.RemoteQKey = b.ahs[i], b.rem[i].QPN, udQKey
 	}
 	if size <= c.inline && (c.kind.verb == verbWrite || c.kind.verb == verbSend) {
 		b.wr.Flags |= verbs.SendInline
@@ -195,6 +269,9 @@ func (b *bench) PostRecvs(size int) error {
 }
 
 func (b *bench) recvWR(i, size int) *verbs.RecvWR {
+	if b.cfg.ud() {
+		size += verbs.GRHLen // perftest's SIZE(UD, size): the GRH first
+	}
 	b.rsge[0] = b.mr.SGE((len(b.qps)+i)*b.blk, size)
 	b.rwr = verbs.RecvWR{ID: uint64(i), SGL: b.rsge[:]}
 	return &b.rwr
@@ -319,13 +396,29 @@ func (b *bench) sendLat(size int, posted []time.Duration) error {
 // Bandwidth runs one bandwidth test of a size: the sender's loop, or the
 // server's receiving loop in send_bw.
 func (b *bench) Bandwidth(size int) (perftest.BandwidthReport, error) {
+	r, err := b.bandwidth(size)
+	if b.cfg.noPeak {
+		r.Peak = 0 // perftest's -N: peak_up is 0
+	}
+	return r, err
+}
+
+func (b *bench) bandwidth(size int) (perftest.BandwidthReport, error) {
+	if b.cfg.durationMode() || b.cfg.bidirSend() {
+		b.moved()
+		return b.stream(size, func(perftest.BandwidthReport) {}, nil)
+	}
 	total := b.cfg.iters * len(b.qps)
 	posted := make([]time.Duration, total)
 	completed := make([]time.Duration, total)
 	b.moved()
 	if b.server && b.cfg.kind.verb == verbSend {
+		b.received = 0
 		if err := b.recvBW(size, posted, completed); err != nil {
 			return perftest.BandwidthReport{}, err
+		}
+		if n := b.received; n > 0 {
+			return perftest.Bandwidth(size, posted[:n], completed[:n], 1, 1, b.cfg.gbits), nil
 		}
 		return perQP(perftest.Bandwidth(size, posted, completed, 1, 1, b.cfg.gbits), b.cfg.iters), nil
 	}
@@ -380,11 +473,11 @@ func (b *bench) sendBW(size int, posted, completed []time.Duration) (int, error)
 				totS++
 			}
 		}
-		n := b.scq.Poll(b.wc[:])
+		n, err := b.poll(b.scq, b.wc[:])
+		if err != nil {
+			return 0, fmt.Errorf("%s: %d of %d completed: %w", b.cfg.kind.name, totC, iters*q, err)
+		}
 		if n == 0 {
-			if err := b.idle(); err != nil {
-				return 0, fmt.Errorf("%s: %d of %d completed: %w", b.cfg.kind.name, totC, iters*q, err)
-			}
 			continue
 		}
 		t := b.now()
@@ -418,11 +511,21 @@ func (b *bench) recvBW(size int, posted, completed []time.Duration) error {
 	rcnt := 0
 	var first time.Duration
 	for rcnt < total {
-		n := b.rcq.Poll(b.wc[:])
-		if n == 0 {
-			if err := b.idle(); err != nil {
-				return fmt.Errorf("send_bw: %d of %d received: %w", rcnt, total, err)
+		n, err := b.poll(b.rcq, b.wc[:])
+		if err != nil && b.cfg.ud() && rcnt > 0 {
+			// Datagrams that found no receive are lost: as perftest's
+			// check_alive, end the loop and report what came.
+			if b.cfg.notice != nil {
+				fmt.Fprintf(b.cfg.notice, "uroce-perf: did not get a message for %v, exiting: total received %d, total iterations required %d\n",
+					b.cfg.timeout, rcnt, total)
 			}
+			b.received = rcnt
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("send_bw: %d of %d received: %w", rcnt, total, err)
+		}
+		if n == 0 {
 			continue
 		}
 		t := b.now()

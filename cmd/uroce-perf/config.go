@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -25,7 +26,7 @@ const (
 	verbAtomic
 )
 
-// kind is one of the seven tests.
+// kind is one of the eight tests.
 type kind struct {
 	name  string // subcommand: write_lat ...
 	title string // perftest's banner: "RDMA_Write Latency Test"
@@ -41,7 +42,14 @@ var kinds = []kind{
 	{"write_bw", "RDMA_Write BW Test", verbWrite, true},
 	{"read_bw", "RDMA_Read BW Test", verbRead, true},
 	{"send_bw", "Send BW Test", verbSend, true},
+	{"atomic_bw", "Atomic FETCH_AND_ADD BW Test", verbAtomic, true},
 }
+
+// Atomic operations of -A, named as perftest's atomicTypesStr.
+const (
+	atomicCmpSwap  = "CMP_AND_SWAP"
+	atomicFetchAdd = "FETCH_AND_ADD"
+)
 
 func kindByName(name string) (kind, bool) {
 	for _, k := range kinds {
@@ -65,6 +73,31 @@ func (k kind) outReads() uint16 {
 		return 0x80
 	}
 	return 1
+}
+
+// outReads is the initiator depth this side offers in its Dest message:
+// the kind's, or -o's, at most the 128 of rxe's max_qp_rd_atom, as
+// perftest's ctx_set_out_reads takes the smaller of the two.
+func (c *config) outReads() uint16 {
+	if c.outs > 0 && (c.kind.verb == verbRead || c.kind.verb == verbAtomic) {
+		return uint16(min(c.outs, 0x80))
+	}
+	return c.kind.outReads()
+}
+
+// printHelp prints fs's flags as -h lists them, leaving out perftest's
+// options that are only known by name (perftestopts.go).
+func printHelp(fs *flag.FlagSet, w io.Writer) {
+	shown := flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
+	shown.SetOutput(w)
+	fs.VisitAll(func(f *flag.Flag) {
+		if !isRefused(f) {
+			shown.Var(f.Value, f.Name, f.Usage)
+			shown.Lookup(f.Name).DefValue = f.DefValue
+		}
+	})
+	shown.PrintDefaults()
+	fmt.Fprintln(w, "\nperftest 4.5's and 25.x's other options are refused by name, as not supported.")
 }
 
 // Errors of the command line and of a run.
@@ -111,8 +144,41 @@ func (e *wcError) perftest() string {
 
 // config is one side's test parameters; flags and defaults are perftest's.
 type config struct {
-	kind   kind
-	peer   string // empty: server
+	kind kind
+	peer string // empty: server
+	// events (-e) waits for completions in CQ.Wait, perftest's
+	// ibv_get_cq_event, instead of busy-polling.
+	events bool
+	// duration (-D, seconds) runs a bandwidth test for a time instead of
+	// -n iterations: a warm-up and a cool-down of margin seconds (-f,
+	// perftest's default a quarter of it) around the measured middle.
+	duration int
+	margin   int
+	// runInf (--run_infinitely) repeats a bandwidth report every
+	// duration seconds (5 by default, perftest's DEF_DURATION) until the
+	// command is interrupted.
+	runInf bool
+	// maxReports, when set, ends --run_infinitely after that many
+	// reports, as if the duration ended (tests).
+	maxReports int
+	// interrupt, when set, stands for SIGINT in --run_infinitely (tests).
+	interrupt chan os.Signal
+	// udMax, with -c UD once the MTU is settled, is the largest
+	// message: one MTU.
+	udMax int
+	// noPeak (-N) reports no peak bandwidth.
+	noPeak bool
+	// ibPort (-i), sl (-S): a uroce device has one port and RoCEv2 no
+	// service level; perftest's defaults are accepted.
+	ibPort, sl int
+	// qpTimeout (-u) is the local ACK timeout exponent (IBA 11.2.4.2);
+	// outs (-o), when set, the initiator depth offered.
+	qpTimeout, outs int
+	// bidir (-b) has both sides send at once.
+	bidir bool
+	// atomic is -A's operation (atomic tests): FETCH_AND_ADD, perftest's
+	// default, or CMP_AND_SWAP.
+	atomic string
 	size   int
 	iters  int
 	all    bool
@@ -183,10 +249,31 @@ func (c *config) sizes() []int {
 	if c.sizeList != nil {
 		return c.sizeList
 	}
+	if c.udMax > 0 {
+		// perftest's UD runs sizes up to the MTU, and cuts a larger
+		// -s to it.
+		if c.all {
+			return slices.DeleteFunc(allSizes(), func(s int) bool { return s > c.udMax })
+		}
+		return []int{min(c.size, c.udMax)}
+	}
 	if c.all {
 		return allSizes()
 	}
 	return []int{c.size}
+}
+
+// title is the banner's test name as perftest's ctx_print_test_info
+// composes it: the verb, the atomic operation, then BW or Latency.
+func (c *config) title() string {
+	t := c.kind.title
+	if c.kind.verb == verbAtomic {
+		t = strings.Replace(t, atomicFetchAdd, c.atomic, 1)
+	}
+	if c.bidir {
+		t = strings.Replace(t, " BW Test", " Bidirectional BW Test", 1)
+	}
+	return t
 }
 
 func (c *config) maxSize() int { return max(slices.Max(c.sizes()), c.size) }
@@ -236,12 +323,23 @@ func parseArgs(k kind, args []string, helpOut io.Writer) (*config, error) {
 	fs.BoolVar(&cpuFreq, "F", false, "accepted for perftest compatibility (no cycle counter here)")
 	fs.BoolVar(&cpuFreq, "CPU-freq", false, "same as -F")
 	fs.BoolVar(&c.gbits, "report_gbits", false, "report bandwidth in Gb/s instead of MB/s (2^20 bytes, as perftest)")
-	strVar(&c.conn, "c", "connection", "RC", "connection type (RC only)")
+	strVar(&c.conn, "c", "connection", "RC", "connection type: RC, or UD (send_lat, send_bw)")
 	intVar(&c.tx, "t", "tx-depth", defTx, "send queue depth")
 	intVar(&c.rx, "r", "rx-depth", 512, "receive queue depth (send tests)")
 	intVar(&c.qps, "q", "qp", 1, "number of QPs")
 	intVar(&c.inline, "I", "inline_size", defInline, "largest message sent inline")
 	intVar(&c.cqMod, "Q", "cq-mod", 100, "signal one send in this many (bw tests)")
+	intVar(&c.duration, "D", "duration", 0, "run bandwidth tests for this many seconds instead of -n iterations")
+	intVar(&c.margin, "f", "margin", -1, "with -D: seconds of warm-up and cool-down, unmeasured (default a quarter of -D)")
+	fs.BoolVar(&c.runInf, "run_infinitely", false, "repeat the bandwidth report every -D seconds (5 unless given) until interrupted")
+	fs.BoolVar(&c.bidir, "b", false, "bidirectional: both sides send (bw tests)")
+	fs.BoolVar(&c.bidir, "bidirectional", false, "same as -b")
+	strVar(&c.atomic, "A", "atomic_type", atomicFetchAdd, "atomic operation of the atomic tests: "+atomicCmpSwap+" or "+atomicFetchAdd)
+	// perftest 4.5 and 25.01 spell it -e and --events; --use_event is
+	// its parameter's name, which users type too.
+	fs.BoolVar(&c.events, "e", false, "wait for completion events instead of polling the CQ")
+	fs.BoolVar(&c.events, "events", false, "same as -e")
+	fs.BoolVar(&c.events, "use_event", false, "same as -e")
 	fs.StringVar(&c.link, "link", link.Default, "link backend: "+strings.Join(link.Backends(), ", "))
 	fs.BoolVar(&c.json, "out_json", false, "also write the results as JSON")
 	fs.StringVar(&c.jsonTo, "out_json_file", "perftest_out.json", "file for --out_json (- is standard output)")
@@ -252,11 +350,24 @@ func parseArgs(k kind, args []string, helpOut io.Writer) (*config, error) {
 	fs.BoolVar(&c.rdmaCM, "R", false, "connect QPs with rdma_cm and run the exchange over it instead of TCP")
 	fs.BoolVar(&c.rdmaCM, "rdma_cm", false, "same as -R")
 	fs.StringVar(&c.metrics, "metrics", "", "serve Prometheus metrics at http://`addr`/metrics during the test, e.g. :9090")
+	var version, oldPostSend bool
+	fs.BoolVar(&version, "V", false, "print the perftest version uroce-perf announces, and exit")
+	fs.BoolVar(&version, "version", false, "same as -V")
+	fs.BoolVar(&c.noPeak, "N", false, "no peak bandwidth (bw tests): report it as 0")
+	fs.BoolVar(&c.noPeak, "noPeak", false, "same as -N")
+	intVar(&c.ibPort, "i", "ib-port", 1, "port of the device (a uroce device has one: 1)")
+	intVar(&c.sl, "S", "sl", 0, "service level (0 only: RoCEv2 carries none)")
+	intVar(&c.qpTimeout, "u", "qp-timeout", 14, "local ACK timeout, 4.096 µs × 2^value (1..31)")
+	intVar(&c.outs, "o", "outs", 0, "outstanding reads and atomics offered (read and atomic tests; default 128, rxe's max_qp_rd_atom)")
+	// --use_old_post_send picks ibv_post_send over perftest's ibv_wr_*
+	// API; uroce-perf has one post path, so it changes nothing.
+	fs.BoolVar(&oldPostSend, "use_old_post_send", false, "accepted for perftest compatibility (one post path here)")
+	var refused []string
+	registerRefused(fs, &refused)
 	for {
 		if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintf(helpOut, "usage: uroce-perf %s [flags] [peer]   (no peer: the server)\n\nFlags, as perftest's ib_%s where it has them:\n", k.name, k.name)
-			fs.SetOutput(helpOut)
-			fs.PrintDefaults()
+			printHelp(fs, helpOut)
 			return nil, errHelp
 		} else if err != nil {
 			return nil, fmt.Errorf("%w: %v (uroce-perf %s -h lists the flags)", ErrUsage, err, k.name)
@@ -270,15 +381,172 @@ func parseArgs(k kind, args []string, helpOut io.Writer) (*config, error) {
 		}
 		c.peer, args = args[0], args[1:]
 	}
+	if len(refused) > 0 {
+		return nil, refusedError(fs, refused)
+	}
+	if version {
+		fmt.Fprintf(helpOut, "Version: %s\n", perftest.Version)
+		return nil, errHelp
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if (set["o"] || set["outs"]) && k.verb != verbRead && k.verb != verbAtomic {
+		return nil, fmt.Errorf("%w: -o: setting outstanding reads is only available in read and atomic tests", ErrUsage)
+	}
+	c.udDefaults(set)
 	return c, c.check()
 }
 
-func (c *config) check() error {
+// durationMode says whether the test runs for a time (-D or
+// --run_infinitely) rather than for -n iterations.
+func (c *config) durationMode() bool { return c.duration > 0 || c.runInf }
+
+// cqModUsed is the CQ moderation the bandwidth loops use: perftest lowers
+// -Q to the send queue's depth and, counting iterations, to their number.
+func (c *config) cqModUsed() int {
+	if c.durationMode() {
+		return min(c.cqMod, c.tx)
+	}
+	return min(c.cqMod, c.tx, c.iters)
+}
+
+// bidirSend says whether both sides send SENDs and receive them: send_bw
+// with -b (perftest's run_iter_bi).
+func (c *config) bidirSend() bool { return c.bidir && c.kind.verb == verbSend }
+
+// phase is where a duration-mode test stands.
+type phase int
+
+const (
+	phaseWarmUp phase = iota
+	phaseSample
+	phaseCoolDown
+	phaseEnd
+)
+
+// phaseAt is perftest's catch_alarm states at elapsed since the start:
+// margin seconds of warm-up, duration-2*margin measured, margin of
+// cool-down.
+func (c *config) phaseAt(elapsed time.Duration) phase {
+	m, d := time.Duration(c.margin)*time.Second, time.Duration(c.duration)*time.Second
 	switch {
-	case !strings.EqualFold(c.conn, "RC"):
-		return fmt.Errorf("%w: connection type %s: uroce runs RC only", ErrUsage, c.conn)
+	case elapsed < m:
+		return phaseWarmUp
+	case elapsed < d-m:
+		return phaseSample
+	case elapsed < d:
+		return phaseCoolDown
+	}
+	return phaseEnd
+}
+
+// checkModes checks -D, --run_infinitely, -b and -e against each other
+// with perftest's words (force_dependecies), and sets -D's defaults.
+func (c *config) checkModes() error {
+	if c.runInf && c.duration == 0 {
+		c.duration = 5 // perftest's DEF_DURATION
+	}
+	if c.margin < 0 {
+		c.margin = c.duration / 4
+	}
+	switch {
+	case c.duration < 0:
+		return fmt.Errorf("%w: -D %d: the duration must be positive", ErrUsage, c.duration)
+	case c.bidir && !c.kind.bw:
+		return fmt.Errorf("%w: -b: bidirectional is only available in BW tests", ErrUsage)
+	case c.runInf && !c.kind.bw:
+		return fmt.Errorf("%w: --run_infinitely exists only in BW tests", ErrUsage)
+	case c.duration > 0 && !c.kind.bw:
+		// perftest 4.5 and 25.01 have a duration mode in their latency
+		// tests (run_iter_lat_duration); uroce's latency loops count
+		// iterations only.
+		return &unsupportedError{"-D (perftest's duration mode) is not supported in latency tests: use -n"}
+	case c.runInf && c.events:
+		return fmt.Errorf("%w: --run_infinitely does not support events (-e)", ErrUsage)
+	case c.runInf && c.bidirSend():
+		return fmt.Errorf("%w: --run_infinitely is not supported in the SEND bidirectional BW test", ErrUsage)
+	case c.durationMode() && c.events:
+		return fmt.Errorf("%w: duration mode (-D) doesn't work with events (-e)", ErrUsage)
+	case c.durationMode() && c.all:
+		return fmt.Errorf("%w: duration mode (-D) doesn't support running on all sizes (-a)", ErrUsage)
+	case c.durationMode() && c.duration <= 2*c.margin:
+		return fmt.Errorf("%w: -D %d -f %d: the duration must be more than twice the margin", ErrUsage, c.duration, c.margin)
+	}
+	return nil
+}
+
+// udQKey is the Q_Key of perftest's UD QPs (DEF_QKEY), on both ends.
+const udQKey = 0x11111111
+
+// ud says whether the test runs on UD QPs (-c UD).
+func (c *config) ud() bool { return strings.EqualFold(c.conn, "UD") }
+
+// checkConn checks -c against the connection types perftest names.
+func (c *config) checkConn() error {
+	switch t := strings.ToUpper(c.conn); t {
+	case "RC", "UD":
+		return nil
+	case "UC":
+		return &unsupportedError{fmt.Sprintf("-c %s (perftest's connection type UC) is not supported: uroce has no UC QPs yet; it runs RC, and UD in send_lat and send_bw", c.conn)}
+	case "XRC", "DC", "SRD", "RAWETH":
+		return &unsupportedError{fmt.Sprintf("-c %s (perftest's connection type %s) is not supported: uroce-perf runs RC, and UD in send_lat and send_bw", c.conn, t)}
+	default:
+		return fmt.Errorf("%w: connection type %s: invalid, choose from {RC,UC,UD,XRC,DC,SRD}", ErrUsage, c.conn)
+	}
+}
+
+// udDefaults applies perftest's UD defaults where the command line left
+// them: receive depth the iterations, at most 16000 (UC_MAX_RX), since
+// a datagram that finds no receive is lost; inline 188 bytes in send_lat
+// (DEF_INLINE_SEND_UD), and at most 1024 (MAX_INLINE_UD).
+func (c *config) udDefaults(set map[string]bool) {
+	if !c.ud() {
+		return
+	}
+	if !set["r"] && !set["rx-depth"] {
+		c.rx = min(c.iters, 16000)
+	}
+	if !set["I"] && !set["inline_size"] && !c.kind.bw {
+		c.inline = 188
+	}
+	c.inline = min(c.inline, 1024)
+}
+
+func (c *config) check() error {
+	if err := c.checkModes(); err != nil {
+		return err
+	}
+	if err := c.checkConn(); err != nil {
+		return err
+	}
+	switch {
+	case c.ibPort != 1:
+		return &unsupportedError{fmt.Sprintf("-i %d (perftest's IB port) is not supported: a uroce device has one port, 1", c.ibPort)}
+	case c.sl != 0:
+		return &unsupportedError{fmt.Sprintf("-S %d (perftest's service level) is not supported: RoCEv2 carries none, 0 only", c.sl)}
+	case c.qpTimeout < 1 || c.qpTimeout > 31:
+		return fmt.Errorf("%w: -u %d: the QP timeout is 1 to 31 here (0, no timeout, is not supported)", ErrUsage, c.qpTimeout)
+	case c.outs < 0:
+		return fmt.Errorf("%w: -o %d: outstanding reads must be positive", ErrUsage, c.outs)
+	case c.noPeak && !c.kind.bw:
+		return fmt.Errorf("%w: -N: NoPeak only valid for BW tests", ErrUsage)
+	case c.ud() && c.kind.verb != verbSend:
+		return fmt.Errorf("%w: connection type UD: UD connection only possible in SEND tests (perftest's rule)", ErrUsage)
+	case c.ud() && c.rdmaCM:
+		return fmt.Errorf("%w: connection type UD with -R (rdma_cm) is not supported", ErrUsage)
+	case c.ud() && c.bidir:
+		return fmt.Errorf("%w: connection type UD with -b is not supported", ErrUsage)
+	case c.ud() && c.durationMode():
+		return fmt.Errorf("%w: connection type UD with -D or --run_infinitely is not supported", ErrUsage)
+	case c.ud() && c.qps > 1:
+		return fmt.Errorf("%w: connection type UD with -q %d is not supported: one QP", ErrUsage, c.qps)
 	case c.size < 1 || c.size > 1<<23 && !c.all:
 		return fmt.Errorf("%w: size %d out of 1..%d", ErrUsage, c.size, 1<<23)
+	case c.atomic != atomicFetchAdd && c.kind.verb != verbAtomic:
+		// perftest: "You are not running the atomic_lat/bw test!"
+		return fmt.Errorf("%w: -A %s: the atomic operation applies to atomic_lat and atomic_bw only", ErrUsage, c.atomic)
+	case c.atomic != atomicFetchAdd && c.atomic != atomicCmpSwap:
+		return fmt.Errorf("%w: -A %s: invalid atomic type, choose from {%s,%s}", ErrUsage, c.atomic, atomicCmpSwap, atomicFetchAdd)
 	case c.kind.verb == verbAtomic && c.size != 8:
 		return fmt.Errorf("%w: atomic tests move 8 bytes", ErrUsage)
 	case c.kind.verb == verbAtomic && c.all:
@@ -298,4 +566,12 @@ func (c *config) check() error {
 		return fmt.Errorf("%w: link %q (%s)", ErrUsage, c.link, strings.Join(link.Backends(), ", "))
 	}
 	return nil
+}
+
+// connName is the connection type as perftest's banner names it.
+func (c *config) connName() string {
+	if c.ud() {
+		return "UD"
+	}
+	return "RC"
 }

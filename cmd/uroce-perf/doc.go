@@ -1,6 +1,6 @@
 // Command uroce-perf is perftest for uroce: ib_write_lat, ib_read_lat,
-// ib_send_lat, ib_atomic_lat, ib_write_bw, ib_read_bw and ib_send_bw as
-// subcommands, with perftest's flags, its out-of-band TCP exchange
+// ib_send_lat, ib_atomic_lat, ib_write_bw, ib_read_bw, ib_send_bw and
+// ib_atomic_bw as subcommands, with perftest's flags, its out-of-band TCP exchange
 // (package pkg/perftest, byte-compatible with perftest 4.5 and later) and
 // its reports, so either side may be a real perftest on an rxe or ConnectX
 // host.
@@ -29,8 +29,34 @@
 // engine is the RNIC that must answer the peer.
 //
 // Flags are perftest's: -s, -n, -a, -m, -x, -d (the network interface),
-// -p, -F (accepted; no cycle counter here), --report_gbits, -c (RC only),
-// -t, -r, -q, -I, -Q, --out_json and --out_json_file; uroce adds --link
+// -p, -F (accepted; no cycle counter here), --report_gbits, -t, -r, -q,
+// -I, -Q, --out_json, --out_json_file, -N, -o (read and atomic tests),
+// -u, -V, -i 1 and -S 0 (a uroce device has one port and RoCEv2 no SL),
+// --use_old_post_send (accepted; one post path here) and:
+//
+//   - -A CMP_AND_SWAP or FETCH_AND_ADD (atomic tests; perftest's values:
+//     compare 0 and swap 0, or add 1; the banner names it).
+//   - -e (--events, --use_event): the loops wait in CQ.Wait instead of
+//     polling, as perftest in ibv_get_cq_event; every test takes it.
+//   - -D SECONDS (bandwidth tests): run for a time, with -f seconds of
+//     warm-up and cool-down (a quarter of -D by default) unmeasured, and
+//     report the count and rate of the middle, without a peak, as
+//     perftest's duration mode. --run_infinitely repeats a report every
+//     -D (5) seconds until interrupted.
+//   - -b (bandwidth tests): both sides send; each prints the sum of both
+//     reports (send_bw -b -D: its own), as perftest.
+//   - -c RC, or UD in send_lat and send_bw: UD QPs with perftest's Q_Key
+//     0x11111111, messages of at most one MTU; a send_bw server whose
+//     datagrams stop coming reports what came after --timeout.
+//
+// Every other option of perftest 4.5's and 25.x's (UC, SRQ, post lists,
+// raw Ethernet, GPU memory, rate limits ...) is refused by name,
+// "uroce-perf: --foo (perftest's ...) is not supported", and so are the
+// combinations perftest refuses, with its reasons (perftestopts.go,
+// config.go); the loops of -D, --run_infinitely and send_bw -b are in
+// stream.go.
+//
+// uroce adds --link
 // (udp, the default, afpacket or afxdp; AF_XDP busy-polls in latency
 // tests), --ip (run on this address instead of -d's first), --timeout
 // (give up when the peer stalls) and -stats (print the device's transport

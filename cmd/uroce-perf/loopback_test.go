@@ -12,10 +12,14 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/uroce/uroce/pkg/perftest"
+	"github.com/uroce/uroce/verbs"
 )
 
 // loopbackPair returns two loopback addresses of the test's own
@@ -128,9 +132,21 @@ func TestLoopback(t *testing.T) {
 		{"read_lat", []string{"-s", "4096", "-n", "200"}, []int{4096}, 200, "client", false},
 		{"send_lat", []string{"-s", "300", "-n", "200", "-r", "16"}, []int{300}, 200, "both", true},
 		{"atomic_lat", []string{"-n", "200"}, []int{8}, 200, "client", false},
+		{"atomic_lat", []string{"-n", "200", "-A", "CMP_AND_SWAP"}, []int{8}, 200, "client", false},
+		{"atomic_bw", []string{"-n", "300"}, []int{8}, 300, "client", true},
+		{"atomic_bw", []string{"-n", "300", "--atomic_type", "CMP_AND_SWAP", "-q", "2"}, []int{8}, 300, "client", true},
 		{"write_bw", []string{"-s", "8192", "-n", "300", "-q", "2"}, []int{8192}, 300, "server", true},
 		{"read_bw", []string{"-s", "5000", "-n", "300", "-m", "2048", "--report_gbits"}, []int{5000}, 300, "client", true},
 		{"send_bw", []string{"-s", "2050", "-n", "300", "-t", "32", "-r", "64"}, []int{2050}, 300, "server", true},
+		// -e: the same tests waiting in CQ.Wait instead of polling.
+		{"write_lat", []string{"-s", "64", "-n", "100", "-e"}, []int{64}, 100, "both", true},
+		{"read_lat", []string{"-s", "64", "-n", "100", "--events"}, []int{64}, 100, "client", false},
+		{"send_lat", []string{"-s", "300", "-n", "100", "-r", "16", "-e"}, []int{300}, 100, "both", true},
+		{"atomic_lat", []string{"-n", "100", "--use_event"}, []int{8}, 100, "client", false},
+		{"write_bw", []string{"-s", "8192", "-n", "300", "-q", "2", "-e"}, []int{8192}, 300, "server", true},
+		{"read_bw", []string{"-s", "5000", "-n", "300", "-e"}, []int{5000}, 300, "client", true},
+		{"send_bw", []string{"-s", "2050", "-n", "300", "-t", "32", "-r", "64", "-e"}, []int{2050}, 300, "server", true},
+		{"atomic_bw", []string{"-n", "300", "-e"}, []int{8}, 300, "client", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.test+"/"+strings.Join(tt.flags, "_"), func(t *testing.T) {
@@ -151,6 +167,12 @@ func TestLoopback(t *testing.T) {
 					}
 				} else if !(row["t_min[usec]"] > 0 && row["t_min[usec]"] <= row["t_typical[usec]"] && row["t_typical[usec]"] <= row["t_max[usec]"]) {
 					t.Errorf("row %d: latencies out of order: %v", i, row)
+				}
+			}
+			events := slices.ContainsFunc(tt.flags, func(f string) bool { return f == "-e" || f == "--events" || f == "--use_event" })
+			for _, out := range []string{so, co} {
+				if strings.Contains(out, " Test with events. Using udp:") != events {
+					t.Errorf("events line with -e %v:\n%s", events, out)
 				}
 			}
 			if strings.Contains(so, "#bytes") != tt.serverTable {
@@ -273,8 +295,56 @@ func TestArgs(t *testing.T) {
 		}
 	}
 	k, _ = kindByName("atomic_lat")
-	if c, err = parseArgs(k, nil, io.Discard); err != nil || c.size != 8 {
+	if c, err = parseArgs(k, nil, io.Discard); err != nil || c.size != 8 || c.atomic != "FETCH_AND_ADD" {
 		t.Errorf("atomic defaults %+v, %v", c, err)
+	}
+	if _, err := parseArgs(k, []string{"-A", "SWAP"}, io.Discard); err == nil || !strings.Contains(err.Error(), "{CMP_AND_SWAP,FETCH_AND_ADD}") {
+		t.Errorf("-A SWAP: %v", err)
+	}
+	k, _ = kindByName("read_bw")
+	if _, err := parseArgs(k, []string{"-A", "CMP_AND_SWAP"}, io.Discard); err == nil {
+		t.Error("-A accepted by read_bw")
+	}
+}
+
+// TestAtomicType checks -A: the banner names the operation as perftest's
+// does, and the work request is perftest's (add 1, or compare 0 and swap
+// in 0).
+func TestAtomicType(t *testing.T) {
+	srv, _ := loopbackPair(t)
+	dev, err := verbs.OpenAddr(srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	for _, tt := range []struct {
+		test, typ, title string
+		op               verbs.WROpcode
+		add              uint64
+	}{
+		{"atomic_lat", "FETCH_AND_ADD", "Atomic FETCH_AND_ADD Latency Test", verbs.WRFetchAdd, 1},
+		{"atomic_lat", "CMP_AND_SWAP", "Atomic CMP_AND_SWAP Latency Test", verbs.WRCompareSwap, 0},
+		{"atomic_bw", "FETCH_AND_ADD", "Atomic FETCH_AND_ADD BW Test", verbs.WRFetchAdd, 1},
+		{"atomic_bw", "CMP_AND_SWAP", "Atomic CMP_AND_SWAP BW Test", verbs.WRCompareSwap, 0},
+	} {
+		k, _ := kindByName(tt.test)
+		c, err := parseArgs(k, []string{"-A", tt.typ}, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.title(); got != tt.title {
+			t.Errorf("%s -A %s: title %q, want %q", tt.test, tt.typ, got, tt.title)
+		}
+		b := newBench(c, dev, false)
+		mine, err := b.Setup(sysData(perftest.MTUFromBytes(1024)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.rem = mine
+		wr := b.prepare(0, 8)
+		if wr.Opcode != tt.op || wr.CompareAdd != tt.add || wr.Swap != 0 || wr.RKey != mine[0].RKey {
+			t.Errorf("%s -A %s: WR %+v", tt.test, tt.typ, wr)
+		}
 	}
 }
 

@@ -47,7 +47,7 @@ func exitCode(err error, stderr io.Writer) int {
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: uroce-perf TEST [flags] [peer]   (TEST: write_lat read_lat send_lat atomic_lat write_bw read_bw send_bw)")
+	fmt.Fprintln(w, "usage: uroce-perf TEST [flags] [peer]   (TEST: write_lat read_lat send_lat atomic_lat write_bw read_bw send_bw atomic_bw)")
 	fmt.Fprintln(w, "       uroce-perf demo                  (every test, both ends in this process over loopback)")
 	fmt.Fprintln(w, "       uroce-perf bench [-r 3]          (root: every backend beside raw floors on a veth pair)")
 	fmt.Fprintln(w, "       uroce-perf TEST -h               (the test's flags, as perftest's)")

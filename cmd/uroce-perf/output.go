@@ -44,18 +44,24 @@ func (p *printer) printf(format string, a ...any) {
 	}
 }
 
+// Note prints one of perftest's own lines as it is.
+func (p *printer) Note(msg string) { p.printf("%s", msg) }
+
 func (p *printer) Connected(local, remote []perftest.Dest, sys perftest.SysData) {
 	c := p.cfg
 	p.printf("\n" + perftest.ResultLine)
-	p.printf("                    %s\n", c.kind.title)
+	p.printf("                    %s\n", c.title())
+	if c.events {
+		p.printf(" Test with events. Using %s_comp0\n", p.device)
+	}
 	p.printf(" Dual-port       : OFF\t\tDevice         : %s\n", p.device)
 	p.printf(" Number of qps   : %d\t\tTransport type : IB\n", c.qps)
-	p.printf(" Connection type : RC\t\tUsing SRQ      : OFF\n")
+	p.printf(" Connection type : %s\t\tUsing SRQ      : OFF\n", c.connName())
 	if c.kind.bw || c.kind.verb == verbSend {
 		p.printf(" TX depth        : %d\n", c.tx)
 	}
 	if c.kind.bw {
-		p.printf(" CQ Moderation   : %d\n", min(c.cqMod, c.tx, c.iters))
+		p.printf(" CQ Moderation   : %d\n", c.cqModUsed())
 	}
 	p.printf(" Mtu             : %d[B]\n", sys.MTU.Bytes())
 	p.printf(" Link type       : Ethernet\n")
@@ -163,11 +169,11 @@ type jsonReport struct {
 
 func (p *printer) marshal() ([]byte, error) {
 	var j jsonReport
-	j.TestInfo.Test = p.cfg.kind.title
+	j.TestInfo.Test = p.cfg.title()
 	j.Counters = p.counters
 	j.TestInfo.Device = p.device
 	j.TestInfo.NumberOfQPs = p.cfg.qps
-	j.TestInfo.ConnectionType = "RC"
+	j.TestInfo.ConnectionType = p.cfg.connName()
 	j.TestInfo.Link = p.cfg.link
 	j.TestInfo.Role = "client"
 	if p.cfg.peer == "" {

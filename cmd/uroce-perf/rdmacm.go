@@ -272,7 +272,7 @@ func runCM(ctx context.Context, cfg *config, dev *verbs.Device, name string, std
 		return out, fmt.Errorf("exchange connection: %w", err)
 	}
 	b := cmBench{newBench(cfg, dev, server)}
-	if r := cfg.kind.outReads(); cfg.kind.verb == verbRead || cfg.kind.verb == verbAtomic {
+	if r := cfg.outReads(); cfg.kind.verb == verbRead || cfg.kind.verb == verbAtomic {
 		cs.params.ResponderResources, cs.params.InitiatorDepth = uint8(min(r, 128)), uint8(min(r, 128))
 	}
 	s := &session{cfg: cfg, conn: perftest.NewCMConn(xc, !server), r: b, out: out, server: server, sys: sysData(mtu)}

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io"
 
 	"github.com/uroce/uroce/pkg/perftest"
 	"github.com/uroce/uroce/verbs"
@@ -184,9 +186,11 @@ func (s *session) exchange() error {
 	case k.verb == verbSend:
 		// send_bw: the server posts receives, a barrier, both run (the
 		// server counts what arrives), and with -a one more barrier
-		// after each size.
+		// after each size. With -b both post receives and both send;
+		// counting iterations they then swap reports and print the sum
+		// (perftest's print_full_bw_report), with -D each prints its own.
 		for _, size := range sizes {
-			if s.server {
+			if s.server || s.cfg.bidir {
 				if err := s.r.PostRecvs(size); err != nil {
 					return err
 				}
@@ -194,9 +198,20 @@ func (s *session) exchange() error {
 			if err := hs(0); err != nil {
 				return err
 			}
+			if s.cfg.runInf {
+				if _, err := s.infinitely(size); err != nil {
+					return err
+				}
+				break
+			}
 			r, err := s.r.Bandwidth(size)
 			if err != nil {
 				return err
+			}
+			if s.cfg.bidir && s.cfg.duration == 0 {
+				if r, err = s.sumReports(r); err != nil {
+					return err
+				}
 			}
 			s.out.Bandwidth(r)
 			if s.cfg.all {
@@ -205,22 +220,64 @@ func (s *session) exchange() error {
 				}
 			}
 		}
+	case s.cfg.bidir:
+		// write_bw, read_bw, atomic_bw -b: both run after a barrier
+		// (with -a one more after each size, as perftest from 4.6 on
+		// does), then swap reports and print their sum. With
+		// --run_infinitely both run at once, without a barrier.
+		for _, size := range sizes {
+			if s.cfg.runInf {
+				if _, err := s.infinitely(size); err != nil {
+					return err
+				}
+				break
+			}
+			if err := hs(0); err != nil {
+				return err
+			}
+			r, err := s.r.Bandwidth(size)
+			if err != nil {
+				return err
+			}
+			if s.cfg.all {
+				if err := hs(0); err != nil {
+					return err
+				}
+			}
+			if r, err = s.sumReports(r); err != nil {
+				return err
+			}
+			s.out.Bandwidth(r)
+		}
 	default:
-		// write_bw, read_bw: the server waits in a handshake while the
-		// client runs, then they swap reports (the server prints the
-		// client's).
+		// write_bw, read_bw, atomic_bw: the server waits in a handshake
+		// while the client runs, then they swap reports (the server
+		// prints the client's).
 		var last perftest.BandwidthReport
 		if !s.server {
 			for _, size := range sizes {
-				r, err := s.r.Bandwidth(size)
+				var r perftest.BandwidthReport
+				var err error
+				if s.cfg.runInf {
+					if r, err = s.infinitely(size); errors.Is(err, errUserStopped) {
+						s.note("\n User stopped traffic\n")
+						err = nil
+					}
+				} else if r, err = s.r.Bandwidth(size); err == nil {
+					s.out.Bandwidth(r)
+				}
 				if err != nil {
 					return err
 				}
-				s.out.Bandwidth(r)
 				last = r
 			}
 		}
 		if err := hs(0); err != nil {
+			if s.server && s.cfg.runInf && errors.Is(err, io.EOF) {
+				// --run_infinitely's client ends when interrupted, by
+				// closing the connection: the test is over.
+				return nil
+			}
 			return err
 		}
 		var mineRep perftest.BWReport
@@ -232,7 +289,9 @@ func (s *session) exchange() error {
 		if err != nil {
 			return err
 		}
-		if s.server {
+		if s.server && s.cfg.runInf {
+			s.note(" Client closed connection\n") // perftest 25.01's words
+		} else if s.server {
 			s.out.Bandwidth(perftest.BandwidthReport{Bytes: int(theirs.Size), Iters: int(theirs.Iters),
 				Peak: theirs.BWPeak, Avg: theirs.BWAvg, MsgRate: theirs.MsgRate, Gbits: s.cfg.gbits})
 		}
@@ -241,4 +300,43 @@ func (s *session) exchange() error {
 		return fmt.Errorf("close: %w", err)
 	}
 	return nil
+}
+
+// infiniteRunner is a runner that runs --run_infinitely's loop (bench).
+type infiniteRunner interface {
+	Infinitely(size int, emit func(perftest.BandwidthReport)) (perftest.BandwidthReport, error)
+}
+
+// infinitely runs --run_infinitely, printing a report every -D seconds.
+func (s *session) infinitely(size int) (perftest.BandwidthReport, error) {
+	ir, ok := s.r.(infiniteRunner)
+	if !ok {
+		return perftest.BandwidthReport{}, fmt.Errorf("--run_infinitely: %w", errors.ErrUnsupported)
+	}
+	return ir.Infinitely(size, s.out.Bandwidth)
+}
+
+// noter is a reporter that prints a line of perftest's own (printer).
+type noter interface{ Note(string) }
+
+// note prints msg if the reporter prints such lines.
+func (s *session) note(msg string) {
+	if n, ok := s.out.(noter); ok {
+		n.Note(msg)
+	}
+}
+
+// sumReports swaps this side's report of a bidirectional test with the
+// peer's and returns their sum, as perftest's print_full_bw_report adds
+// the remote report's rates to its own.
+func (s *session) sumReports(r perftest.BandwidthReport) (perftest.BandwidthReport, error) {
+	theirs, err := s.conn.ExchangeBWReports(perftest.BWReport{Size: uint64(r.Bytes), Iters: uint64(r.Iters),
+		BWPeak: r.Peak, BWAvg: r.Avg, MsgRate: r.MsgRate})
+	if err != nil {
+		return r, err
+	}
+	r.Peak += theirs.BWPeak
+	r.Avg += theirs.BWAvg
+	r.MsgRate += theirs.MsgRate
+	return r, nil
 }

@@ -215,3 +215,22 @@ func TestBandwidth(t *testing.T) {
 		t.Errorf("report:\n%s", b.String())
 	}
 }
+
+func TestDurationBandwidth(t *testing.T) {
+	// 3000 messages of 1 MiB counted in 3 s: 1000 MiB/s, 0.001 Mpps,
+	// no peak; the iterations column is the count.
+	r := DurationBandwidth(1<<20, 3000, 3*time.Second, 1, false)
+	if r.Iters != 3000 || r.Peak != 0 || math.Abs(r.Avg-1000) > 1e-9 || math.Abs(r.MsgRate-0.001) > 1e-12 {
+		t.Errorf("%+v", r)
+	}
+	// --run_infinitely -b in WRITE and READ tests doubles both.
+	if r2 := DurationBandwidth(1<<20, 3000, 3*time.Second, 2, false); math.Abs(r2.Avg-2000) > 1e-9 || math.Abs(r2.MsgRate-0.002) > 1e-12 {
+		t.Errorf("factor 2: %+v", r2)
+	}
+	if g := DurationBandwidth(125000000/1000, 1000, time.Second, 1, true); math.Abs(g.Avg-1) > 1e-9 {
+		t.Errorf("Gb/s: %+v", g)
+	}
+	if z := DurationBandwidth(8, 0, 0, 1, false); z.Avg != 0 || z.MsgRate != 0 {
+		t.Errorf("no time: %+v", z)
+	}
+}

@@ -169,3 +169,25 @@ func (r BandwidthReport) WriteTo(w io.Writer) (int64, error) {
 	n, err := fmt.Fprintf(w, " %-7d    %-10d       %-7.2f            %-7.2f\t\t     %-7.6f\n", r.Bytes, r.Iters, r.Peak, r.Avg, r.MsgRate)
 	return int64(n), err
 }
+
+// DurationBandwidth computes the report of a bandwidth test run for a
+// time, as perftest's print_report_bw does in duration mode (-D) and
+// for each report of --run_infinitely: count messages in elapsed, no peak
+// (perftest sets noPeak there), the iterations column the count itself.
+// factor is perftest's run_inf_bi_factor: 2 for --run_infinitely with -b
+// in WRITE and READ tests, whose count is one direction's, else 1.
+func DurationBandwidth(size, count int, elapsed time.Duration, factor int, gbits bool) BandwidthReport {
+	r := BandwidthReport{Bytes: size, Iters: count, Gbits: gbits}
+	if elapsed <= 0 {
+		return r
+	}
+	format := float64(0x100000)
+	if gbits {
+		format = 125000000
+	}
+	factor = max(factor, 1)
+	const hz = 1e9 // timestamps are nanoseconds
+	r.Avg = float64(factor*size) * float64(count) * hz / (float64(elapsed) * format)
+	r.MsgRate = float64(count) * hz * float64(factor) / (float64(elapsed) * 1e6)
+	return r
+}
