@@ -35,14 +35,16 @@ func (l *Lab) DropRoCE(ctx context.Context, percent int) (*Dropper, error) {
 	return l.dropRoCE(ctx, percent, "")
 }
 
-// DropRoCEFrom is DropRoCE for the packets whose IP source is src only:
-// one direction's losses, the other's packets all pass.
-func (l *Lab) DropRoCEFrom(ctx context.Context, percent int, src netip.Addr) (*Dropper, error) {
+// DropRoCERequestsFrom is DropRoCE for the requests whose IP source is
+// src only: its ACKs and every packet of the other direction pass, so
+// each loss waits on src's retransmission timer alone. The BTH opcode is
+// the first byte after the UDP header; 0x11 is RC ACKNOWLEDGE.
+func (l *Lab) DropRoCERequestsFrom(ctx context.Context, percent int, src netip.Addr) (*Dropper, error) {
 	family := "ip"
 	if src.Is6() {
 		family = "ip6"
 	}
-	return l.dropRoCE(ctx, percent, fmt.Sprintf("%s saddr %v ", family, src))
+	return l.dropRoCE(ctx, percent, fmt.Sprintf("%s saddr %v @th,64,8 != 0x11 ", family, src))
 }
 
 func (l *Lab) dropRoCE(ctx context.Context, percent int, match string) (*Dropper, error) {
