@@ -46,8 +46,7 @@ func TestHostilePeer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	fill(a.mr.Buf(), 1)
-	a.sync()
-	before := bytes.Clone(a.mr.Buf())
+	before := a.snapshot()
 
 	t.Run("spoofed source", func(t *testing.T) {
 		// Everything B's next WRITE and SEND would carry, from another
@@ -112,8 +111,7 @@ func TestHostilePeer(t *testing.T) {
 		if ca.RxPackets != 0 || ca.TxPackets != 0 {
 			t.Errorf("A accepted %d packets, sent %d", ca.RxPackets, ca.TxPackets)
 		}
-		a.sync()
-		if !bytes.Equal(a.mr.Buf(), before) {
+		if !bytes.Equal(a.snapshot(), before) {
 			t.Fatal("a spoofed request changed memory")
 		}
 		// B's own WRITE at that same PSN lands.
@@ -123,8 +121,7 @@ func TestHostilePeer(t *testing.T) {
 			t.Fatal(err)
 		}
 		b.next(ctx, t, "the peer's WRITE")
-		a.sync()
-		if !bytes.Equal(a.mr.Buf()[4096:4096+64], b.mr.Buf()[:64]) {
+		if !bytes.Equal(a.snapshot()[4096:4096+64], b.mr.Buf()[:64]) {
 			t.Fatal("the peer's WRITE did not land")
 		}
 		copy(before[4096:], b.mr.Buf()[:64])
@@ -191,8 +188,7 @@ func TestHostilePeer(t *testing.T) {
 			}
 			connect(verbs.RandomPSN(), verbs.RandomPSN())
 		}
-		a.sync()
-		if !bytes.Equal(a.mr.Buf(), before) {
+		if !bytes.Equal(a.snapshot(), before) {
 			t.Fatal("a guessed key changed memory")
 		}
 		if c := a.d.Counters(); c.RemAccessErrs != uint64(len(tries)) {

@@ -53,6 +53,17 @@ func open(t *testing.T, ns *netns.NS, addr netip.Addr) *side {
 // completions, which do.
 func (s *side) sync() { s.d.Counters() }
 
+// snapshot copies the side's region between two syncs: the engine's
+// writes before it happen before the copy, and its writes after it (a
+// packet the kernel delivers later, which the race detector cannot see
+// as ordered) happen after.
+func (s *side) snapshot() []byte {
+	s.sync()
+	b := bytes.Clone(s.mr.Buf())
+	s.sync()
+	return b
+}
+
 // next waits for the side's next completion and checks its status.
 func (s *side) next(ctx context.Context, t *testing.T, what string) verbs.WC {
 	t.Helper()
