@@ -263,10 +263,18 @@ func (e *Engine) checkAck(q *QP, w *sendWQE, p *bth.Packet, op bth.Opcode) compS
 			switch syn.NAKCode() {
 			case bth.NAKPSNSequenceError:
 				// The NAK acknowledges every PSN before its own
-				// (IBA 9.7.5.2.2): go back to it.
+				// (IBA 9.7.5.2.2): go back to it. When that moves
+				// comp.psn it is forward progress, which renews the
+				// retry count as an ACK does; the retry it starts
+				// then spends one. rxe renews only on an ACK, which
+				// its retrying forever hides: a 64-packet WRITE at
+				// 5 % loss is mostly NAKed before its AckReq packet
+				// gets through, and seven NAKs in a row failed the
+				// lab's drop5pct write_bw cell with RETRY_EXC_ERR.
 				q.Counters.SeqNAKsRcvd++
 				if psn := p.BTH().PSN(); psn.After(q.comp.psn) {
 					q.comp.psn = psn
+					q.resetRetry()
 				}
 				return compErrorRetry
 			case bth.NAKInvalidRequest:
