@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/netip"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uroce/uroce/bth"
 	"github.com/uroce/uroce/internal/pcapfile"
 	"github.com/uroce/uroce/tests/interop/lab"
 )
@@ -222,4 +224,56 @@ func (s *syncBuilder) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// lateRetransmits counts the requests from addr in frames that repeat a
+// PSN addr had already sent to the same QP and that came after the other
+// side's last packet. uroce's adaptive timer may fire while a TCG guest is
+// descheduled (a spurious retransmission, as in TCP); when that resends
+// the last message after the guest's program got its last completion and
+// destroyed its QP, rxe drops the copy before counting it (hdr_check finds
+// no QP), so rcvd_pkts falls short of uroce's TxPackets by that many.
+func lateRetransmits(frames []pcapfile.Record, addr netip.Addr) int {
+	type key struct {
+		qpn uint32
+		psn bth.PSN
+	}
+	var (
+		f    bth.Frame
+		seen = map[key]bool{}
+		dups []time.Time // send times of addr's repeated requests
+		last time.Time   // the other side's last packet
+	)
+	for _, r := range frames {
+		if f.Decode(r.Data) != nil {
+			continue
+		}
+		var src netip.Addr
+		switch f.IPVersion() {
+		case 4:
+			src = f.IPv4().Src()
+		case 6:
+			src = f.IPv6().Src()
+		}
+		if src.Unmap() != addr.Unmap() {
+			last = r.Time
+			continue
+		}
+		b := f.BTH()
+		if !b.Opcode().Has(bth.Request) {
+			continue
+		}
+		k := key{b.DestQP(), b.PSN()}
+		if seen[k] {
+			dups = append(dups, r.Time)
+		}
+		seen[k] = true
+	}
+	n := 0
+	for _, at := range dups {
+		if at.After(last) {
+			n++
+		}
+	}
+	return n
 }
