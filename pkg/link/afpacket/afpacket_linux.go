@@ -90,7 +90,9 @@ func Open(cfg Config) (*Link, error) {
 	if err != nil {
 		return nil, fmt.Errorf("afpacket: %w", err)
 	}
-	a := cfg.Addr.Unmap()
+	// A link-local address's zone is the interface itself; the GID has
+	// none.
+	a := cfg.Addr.Unmap().WithZone("")
 	if cfg.VLAN > 4094 || cfg.Priority > 7 {
 		return nil, fmt.Errorf("%w: VLAN %d priority %d", ErrVLAN, cfg.VLAN, cfg.Priority)
 	}
@@ -284,7 +286,11 @@ func (l *Link) reserve() error {
 		sa = &unix.SockaddrInet4{Port: bth.RoCEPort, Addr: a.As4()}
 	} else {
 		fam = unix.AF_INET6
-		sa = &unix.SockaddrInet6{Port: bth.RoCEPort, Addr: a.As16()}
+		s6 := &unix.SockaddrInet6{Port: bth.RoCEPort, Addr: a.As16()}
+		if a.IsLinkLocalUnicast() {
+			s6.ZoneId = uint32(l.ifindex) // bind(2) needs a link-local address's link
+		}
+		sa = s6
 	}
 	fd, err := unix.Socket(fam, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {

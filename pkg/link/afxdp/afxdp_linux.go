@@ -169,7 +169,7 @@ func Open(cfg Config) (_ *Link, err error) {
 			return nil, err
 		}
 	}
-	l.cfg.Addr = cfg.Addr.Unmap()
+	l.cfg.Addr = cfg.Addr.Unmap().WithZone("") // a link-local one's zone is this interface
 	l.info = link.Info{Kind: "afxdp", Name: cfg.Interface, Addr: l.cfg.Addr, MTU: attrs.MTU}
 	if !l.static {
 		if l.res, err = netinfo.New(netinfo.Options{}); err != nil {

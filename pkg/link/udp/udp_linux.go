@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strconv"
 	"time"
 
 	"github.com/uroce/uroce/bth"
@@ -56,6 +57,7 @@ type Link struct {
 	fd      int
 	v6      bool
 	port    uint16
+	scope   uint32 // interface index of a link-local address; 0 otherwise
 	info    link.Info
 	bufSize int
 
@@ -70,12 +72,20 @@ type Link struct {
 	run             int
 }
 
-// Open binds a link.
+// Open binds a link. A link-local IPv6 address (fe80::/10) is bound on the
+// interface its zone names ("fe80::1%eth0"), or without a zone on the one
+// interface that holds it; the GID carries no zone, and packets to a
+// link-local peer leave on that interface. rxe's GID 0 is such an address.
 func Open(cfg Config) (*Link, error) {
 	a := cfg.Addr.Unmap()
 	if !a.IsValid() || a.IsUnspecified() || a.IsMulticast() {
 		return nil, ErrAddr
 	}
+	scope, err := linkScope(a)
+	if err != nil {
+		return nil, err
+	}
+	a = a.WithZone("")
 	if cfg.Port == 0 {
 		cfg.Port = bth.RoCEPort
 	}
@@ -94,7 +104,7 @@ func Open(cfg Config) (*Link, error) {
 	if cfg.MTU == 0 {
 		cfg.MTU = min(ifaceMTU(a), 9000)
 	}
-	l := &Link{fd: -1, v6: a.Is6(), port: cfg.Port}
+	l := &Link{fd: -1, v6: a.Is6(), port: cfg.Port, scope: scope}
 	l.info = link.Info{Kind: "udp", Name: a.String(), Addr: a, MTU: cfg.MTU}
 	if err := l.open(a, cfg); err != nil {
 		l.release()
@@ -146,11 +156,18 @@ func (l *Link) open(a netip.Addr, cfg Config) error {
 	unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, cfg.SockBuf)
 	var sa unix.Sockaddr
 	if l.v6 {
-		sa = &unix.SockaddrInet6{Port: int(cfg.Port), Addr: a.As16()}
+		sa = &unix.SockaddrInet6{Port: int(cfg.Port), Addr: a.As16(), ZoneId: l.scope}
 	} else {
 		sa = &unix.SockaddrInet4{Port: int(cfg.Port), Addr: a.As4()}
 	}
 	if err := unix.Bind(fd, sa); err != nil {
+		if errors.Is(err, unix.EADDRINUSE) && cfg.Port == bth.RoCEPort {
+			// Kernel Soft-RoCE binds 4791 on the wildcard address
+			// while its module is loaded (rdma_rxe in 6.12 whether or
+			// not a device exists), so it takes every address.
+			return fmt.Errorf("udp: bind %v: %w: another program holds UDP port %d there, or a kernel RoCE device does on every address (rdma_rxe holds it while its module is loaded: rmmod rdma_rxe)",
+				netip.AddrPortFrom(a, cfg.Port), err, cfg.Port)
+		}
 		return fmt.Errorf("udp: bind %v: %w", netip.AddrPortFrom(a, cfg.Port), err)
 	}
 	l.ids = newIDSolver(cfg.MTU)
@@ -162,6 +179,52 @@ func (l *Link) open(a netip.Addr, cfg Config) error {
 		RxCtrl: unix.CmsgSpace(4) + 16,
 		RxAt:   link.Headroom,
 	})
+}
+
+// linkScope returns the interface index a link-local IPv6 address is
+// bound on: its zone's (a name or an index), or that of the one interface
+// holding the address. Other addresses need none (0).
+func linkScope(a netip.Addr) (uint32, error) {
+	if !a.Is6() || !a.IsLinkLocalUnicast() {
+		if a.Zone() != "" {
+			return 0, fmt.Errorf("udp: %v: %w: a zone is for link-local addresses only", a, ErrAddr)
+		}
+		return 0, nil
+	}
+	if z := a.Zone(); z != "" {
+		ifc, err := net.InterfaceByName(z)
+		if err != nil {
+			if i, perr := strconv.ParseUint(z, 10, 32); perr == nil && i > 0 {
+				ifc, err = net.InterfaceByIndex(int(i))
+			}
+		}
+		if err != nil {
+			return 0, fmt.Errorf("udp: zone of %v: %w", a, err)
+		}
+		return uint32(ifc.Index), nil
+	}
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return 0, fmt.Errorf("udp: interfaces: %w", err)
+	}
+	var found []net.Interface
+	for _, ifc := range ifs {
+		as, _ := ifc.Addrs()
+		for _, x := range as {
+			if n, ok := x.(*net.IPNet); ok {
+				if ip, ok := netip.AddrFromSlice(n.IP); ok && ip == a {
+					found = append(found, ifc)
+				}
+			}
+		}
+	}
+	switch len(found) {
+	case 0:
+		return 0, fmt.Errorf("udp: link-local %v: %w: no interface holds it (give its zone: %v%%eth0)", a, ErrAddr, a)
+	case 1:
+		return uint32(found[0].Index), nil
+	}
+	return 0, fmt.Errorf("udp: link-local %v: %w: held by %s and %s; give its zone", a, ErrAddr, found[0].Name, found[1].Name)
 }
 
 // ifaceMTU returns the MTU of the interface that holds a, or whose prefix
@@ -219,6 +282,11 @@ func (l *Link) stage(n int, p *link.Packet) error {
 	tx := l.c.TX
 	tx.SetBuf(n, p.Buf[p.Off:p.Off+p.Len])
 	tx.SetInet(n, netip.AddrPortFrom(dst, l.port))
+	if l.scope != 0 && dst.IsLinkLocalUnicast() {
+		// A link-local destination means nothing without its link
+		// (RFC 4007): the bound one, whatever zone the GID lost.
+		tx.SetScope(n, l.scope)
+	}
 	tx.ResetControl(n)
 	if p.TOS != l.runTOS {
 		l.runTOS, l.run = p.TOS, 0

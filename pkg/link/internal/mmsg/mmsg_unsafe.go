@@ -171,6 +171,12 @@ func (b *Batch) SetInet(i int, ap netip.AddrPort) {
 	b.hdrs[i].Hdr.Name = &n[0]
 }
 
+// SetScope sets the scope (interface index) of slot i's IPv6 address, set
+// by SetInet: a link-local destination needs one.
+func (b *Batch) SetScope(i int, id uint32) {
+	(*unix.RawSockaddrInet6)(unsafe.Pointer(&b.names[i])).Scope_id = id
+}
+
 // Inet returns slot i's address after Recv on an IP socket.
 func (b *Batch) Inet(i int) netip.AddrPort {
 	n := &b.names[i]
