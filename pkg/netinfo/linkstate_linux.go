@@ -58,16 +58,19 @@ func InterfaceByAddr(ns *netns.NsHandle, addr netip.Addr) (Interface, error) {
 }
 
 // handle opens a netlink handle in ns, or in the calling thread's
-// namespace.
+// namespace, for rtnetlink only: with no family named, the netlink
+// package also opens XFRM and netfilter sockets, which fail with
+// "protocol not supported" on a kernel built without them (Debian 13's
+// guest kernel in the lab).
 func handle(ns *netns.NsHandle) (*netlink.Handle, error) {
 	var (
 		nl  *netlink.Handle
 		err error
 	)
 	if ns != nil {
-		nl, err = netlink.NewHandleAt(*ns)
+		nl, err = netlink.NewHandleAt(*ns, unix.NETLINK_ROUTE)
 	} else {
-		nl, err = netlink.NewHandle()
+		nl, err = netlink.NewHandle(unix.NETLINK_ROUTE)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("netinfo: netlink: %w", err)

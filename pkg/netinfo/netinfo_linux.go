@@ -109,6 +109,7 @@ func New(opt Options) (*Resolver, error) {
 		err error
 	)
 	ns := netns.None()
+	// rtnetlink only, as handle explains.
 	if opt.NetNS != nil {
 		// Keep our own copy so the caller may close theirs.
 		var dup int
@@ -117,9 +118,9 @@ func New(opt Options) (*Resolver, error) {
 			return nil, fmt.Errorf("netinfo: dup netns: %w", err)
 		}
 		ns = netns.NsHandle(dup)
-		nl, err = netlink.NewHandleAt(ns)
+		nl, err = netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
 	} else {
-		nl, err = netlink.NewHandle()
+		nl, err = netlink.NewHandle(unix.NETLINK_ROUTE)
 	}
 	if err != nil {
 		if ns.IsOpen() {
