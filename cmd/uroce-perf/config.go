@@ -221,6 +221,26 @@ type config struct {
 	// adaptive retransmission; retryForever makes retry count 7 retry
 	// forever, as rxe does, rather than fail after seven retries.
 	fixedTimeout, retryForever bool
+	// xdpBind (--xdp_bind) is how --link afxdp binds its sockets;
+	// bindUsed is what it got ("zero-copy" or "copy"), printed in the
+	// header, empty for the other links.
+	xdpBind  string
+	bindUsed string
+}
+
+// bindMode returns --xdp_bind's mode, auto when not given.
+func (c *config) bindMode() (link.BindMode, error) {
+	if c.xdpBind == "" {
+		return link.BindAuto, nil
+	}
+	m, err := link.ParseBindMode(c.xdpBind)
+	if err != nil {
+		return 0, fmt.Errorf("%w: --xdp_bind: %v", ErrUsage, err)
+	}
+	if c.link != "afxdp" {
+		return 0, fmt.Errorf("%w: --xdp_bind is for --link afxdp, not %s", ErrUsage, c.link)
+	}
+	return m, nil
 }
 
 // retrans returns the QPs' retransmission flags.
@@ -341,6 +361,7 @@ func parseArgs(k kind, args []string, helpOut io.Writer) (*config, error) {
 	fs.BoolVar(&c.events, "events", false, "same as -e")
 	fs.BoolVar(&c.events, "use_event", false, "same as -e")
 	fs.StringVar(&c.link, "link", link.Default, "link backend: "+strings.Join(link.Backends(), ", "))
+	fs.StringVar(&c.xdpBind, "xdp_bind", "", "with --link afxdp: `mode` auto (zero-copy if the driver offers it), copy or zero-copy (fail without it)")
 	fs.BoolVar(&c.json, "out_json", false, "also write the results as JSON")
 	fs.StringVar(&c.jsonTo, "out_json_file", "perftest_out.json", "file for --out_json (- is standard output)")
 	fs.BoolVar(&c.stats, "stats", false, "print the transport counters (packets, retransmissions, NAKs) after the report")
@@ -514,6 +535,9 @@ func (c *config) udDefaults(set map[string]bool) {
 
 func (c *config) check() error {
 	if err := c.checkModes(); err != nil {
+		return err
+	}
+	if _, err := c.bindMode(); err != nil {
 		return err
 	}
 	if err := c.checkConn(); err != nil {

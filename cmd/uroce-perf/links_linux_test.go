@@ -3,13 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/uroce/uroce/internal/netns"
+	"github.com/uroce/uroce/pkg/perftest"
+	"github.com/uroce/uroce/xdp"
 )
 
 // TestLinkBackends runs tests over the raw backends (--link afpacket and
@@ -101,5 +105,62 @@ func TestLinkBackends(t *testing.T) {
 				t.Errorf("links are %s and %s, want %s", e.srvDev.Link().Info().Kind, e.cliDev.Link().Info().Kind, tc.link)
 			}
 		})
+	}
+}
+
+// TestXDPBind: --xdp_bind chooses AF_XDP's bind mode and the header says
+// which one the link got. veth offers no zero-copy, so zero-copy fails to
+// open with xdp.ErrZeroCopy, and auto falls back to copy, saying so.
+func TestXDPBind(t *testing.T) {
+	netns.RequireRoot(t)
+	a, b := netns.New(t), netns.New(t)
+	va, _ := netns.NewVeth(t, a, b)
+	addr := netip.MustParseAddr("10.202.0.1")
+	va.AddAddr(t, netip.PrefixFrom(addr, 24))
+	k, _ := kindByName("write_lat")
+	for _, tc := range []struct {
+		flags    []string
+		bindUsed string
+		err      error
+	}{
+		{[]string{"--link", "afxdp"}, "copy", nil},
+		{[]string{"--link", "afxdp", "--xdp_bind", "auto"}, "copy", nil},
+		{[]string{"--link", "afxdp", "--xdp_bind", "copy"}, "copy", nil},
+		{[]string{"--link", "afxdp", "--xdp_bind", "zero-copy"}, "", xdp.ErrZeroCopy},
+		{[]string{"--link", "afpacket"}, "", nil},
+	} {
+		t.Run(strings.Join(tc.flags, " "), func(t *testing.T) {
+			cfg, err := parseArgs(k, append(tc.flags, "-d", va.Name), io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = a.Do(func() error {
+				dev, _, err := openDevice(cfg, addr)
+				if err == nil {
+					dev.Close()
+				}
+				return err
+			})
+			if !errors.Is(err, tc.err) {
+				t.Fatalf("openDevice: %v, want %v", err, tc.err)
+			}
+			if cfg.bindUsed != tc.bindUsed {
+				t.Errorf("bind used %q, want %q", cfg.bindUsed, tc.bindUsed)
+			}
+			var out bytes.Buffer
+			p := &printer{w: &out, cfg: cfg}
+			p.Connected(nil, nil, perftest.SysData{})
+			if got := strings.Contains(out.String(), " AF_XDP bind     : "+tc.bindUsed+"\n"); got != (tc.bindUsed != "") {
+				t.Errorf("header:\n%s\nwant an AF_XDP bind line only for afxdp, naming %q", out.String(), tc.bindUsed)
+			}
+		})
+	}
+	for _, args := range [][]string{
+		{"--xdp_bind", "copy"},                    // udp
+		{"--link", "afxdp", "--xdp_bind", "fast"}, // no such mode
+	} {
+		if _, err := parseArgs(k, args, io.Discard); !errors.Is(err, ErrUsage) {
+			t.Errorf("uroce-perf write_lat %v: %v, want a usage error", args, err)
+		}
 	}
 }

@@ -367,7 +367,19 @@ func openDevice(cfg *config, addr netip.Addr) (*verbs.Device, string, error) {
 	if !cfg.kind.bw {
 		wait = link.WaitSpin
 	}
-	l, err := link.Open(cfg.link, link.Config{Interface: cfg.dev, Addr: addr, Wait: wait})
+	bind, err := cfg.bindMode()
+	if err != nil {
+		return nil, "", err
+	}
+	l, err := link.Open(cfg.link, link.Config{Interface: cfg.dev, Addr: addr, Wait: wait, Bind: bind})
+	if zc, ok := l.(interface{ ZeroCopy() bool }); ok && err == nil {
+		// Say which mode auto found: zero-copy and copy differ several
+		// fold in cost, and a driver that lacks one is found only here.
+		cfg.bindUsed = "copy"
+		if zc.ZeroCopy() {
+			cfg.bindUsed = "zero-copy"
+		}
+	}
 	name := cfg.dev
 	if name == "" {
 		name = cfg.link + ":" + addr.String()

@@ -65,6 +65,9 @@ func (p *printer) Connected(local, remote []perftest.Dest, sys perftest.SysData)
 	}
 	p.printf(" Mtu             : %d[B]\n", sys.MTU.Bytes())
 	p.printf(" Link type       : Ethernet\n")
+	if c.bindUsed != "" {
+		p.printf(" AF_XDP bind     : %s\n", c.bindUsed)
+	}
 	p.printf(" GID index       : %d\n", c.gidIdx)
 	if !c.kind.bw && c.kind.verb != verbRead && c.kind.verb != verbAtomic {
 		p.printf(" Max inline data : %d[B]\n", c.inline)

@@ -30,6 +30,45 @@ type Config struct {
 	// Wait is how the link's Wait waits, for a backend that has a choice
 	// (afxdp); the others sleep in the kernel whatever it says.
 	Wait WaitMode
+	// Bind is how a backend that hands frames to a driver binds (afxdp);
+	// the others copy through the kernel whatever it says.
+	Bind BindMode
+}
+
+// BindMode says whether an AF_XDP link asks the driver for zero-copy.
+type BindMode uint8
+
+const (
+	// BindAuto binds zero-copy where the driver offers it, else copy:
+	// the default. The link reports which it got.
+	BindAuto BindMode = iota
+	// BindCopy has the kernel copy frames, whatever the driver offers.
+	BindCopy
+	// BindZeroCopy binds zero-copy or fails to open.
+	BindZeroCopy
+)
+
+// bindNames are the names ParseBindMode reads and String prints.
+var bindNames = [...]string{BindAuto: "auto", BindCopy: "copy", BindZeroCopy: "zero-copy"}
+
+func (m BindMode) String() string {
+	if int(m) < len(bindNames) {
+		return bindNames[m]
+	}
+	return fmt.Sprintf("BindMode(%d)", m)
+}
+
+// ParseBindMode reads "auto", "copy" or "zero-copy" ("zc" too).
+func ParseBindMode(s string) (BindMode, error) {
+	if s == "zc" {
+		return BindZeroCopy, nil
+	}
+	for m, n := range bindNames {
+		if s == n {
+			return BindMode(m), nil
+		}
+	}
+	return 0, fmt.Errorf("link: bind mode %q: want auto, copy or zero-copy", s)
 }
 
 // WaitMode says how a link waits for packets: the trade between latency

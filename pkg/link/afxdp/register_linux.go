@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/uroce/uroce/pkg/link"
+	"github.com/uroce/uroce/xdp"
 )
 
 func init() { link.Register("afxdp", open) }
@@ -13,6 +14,13 @@ var waitModes = [...]WaitMode{
 	link.WaitSleep:         WaitPoll,
 	link.WaitSpin:          WaitBusyPoll,
 	link.WaitSpinThenSleep: WaitHybrid,
+}
+
+// bindModes maps the backend-neutral bind mode to the socket's.
+var bindModes = [...]xdp.BindMode{
+	link.BindAuto:     xdp.BindAuto,
+	link.BindCopy:     xdp.BindCopy,
+	link.BindZeroCopy: xdp.BindZeroCopy,
 }
 
 // open is the backend's link.Opener: AF_XDP sockets on every receive
@@ -25,7 +33,10 @@ func open(cfg link.Config) (link.Link, error) {
 	if int(cfg.Wait) >= len(waitModes) {
 		return nil, fmt.Errorf("wait mode %d: %w", cfg.Wait, ErrConfig)
 	}
-	l, err := Open(Config{Interface: cfg.Interface, Addr: cfg.Addr, Wait: waitModes[cfg.Wait]})
+	if int(cfg.Bind) >= len(bindModes) {
+		return nil, fmt.Errorf("bind mode %d: %w", cfg.Bind, ErrConfig)
+	}
+	l, err := Open(Config{Interface: cfg.Interface, Addr: cfg.Addr, Wait: waitModes[cfg.Wait], BindMode: bindModes[cfg.Bind]})
 	if err != nil {
 		return nil, err
 	}
