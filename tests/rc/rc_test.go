@@ -23,7 +23,7 @@ type side struct {
 
 const regionSize = 2*65536 + 4096 // source, destination, a guard past it
 
-func open(t *testing.T, ns *netns.NS, addr netip.Addr) *side {
+func open(t testing.TB, ns *netns.NS, addr netip.Addr) *side {
 	t.Helper()
 	s := &side{}
 	// The socket belongs to the namespace it was opened in.
