@@ -169,6 +169,22 @@ func (e *Engine) ccHold(q *QP, n int) bool {
 	return true
 }
 
+// ccWindowFull reports whether the request packet about to go out fills
+// the algorithm's window (Swift's and HPCC's; DCQCN and TIMELY have none).
+// It must ask for an ACK: the requester then waits for one, and a
+// responder acknowledges only requests with AckReq, coalescing the rest
+// (IBA 9.7.5.1.2; rxe the same), so without it the QP sat idle until the
+// IBA timer fired (Swift through a 1 Gb/s bottleneck: 544 packets, then
+// nothing for the 67 ms local ACK timeout, over and over).
+func (e *Engine) ccWindowFull(q *QP) bool {
+	s := q.cc
+	if s.inert {
+		return false
+	}
+	w := s.alg.Window()
+	return w > 0 && int(q.req.psn.Diff(q.comp.psn)+1)*q.mtu >= w
+}
+
 // ccArmPace arms the QP's pacer timer for when n bytes and paceQuantum more
 // will be there: a QP woken when a few packets' worth is there rather than
 // the next packet's keeps the tokens (the bucket is deeper than

@@ -249,9 +249,10 @@ func (e *Engine) sendRequest(q *QP, w *sendWQE) bool {
 		bf.SE = last && w.wr.Flags&FlagSolicited != 0
 	}
 	// rxe sets AckReq on the last packet of a message and on every
-	// RXE_MAX_PKT_PER_ACK-th packet within one.
+	// RXE_MAX_PKT_PER_ACK-th packet within one; a packet that fills the
+	// congestion window asks too (ccWindowFull).
 	q.req.noackPkts++
-	bf.AckReq = last || q.req.noackPkts > maxPktPerAck || e.ccAckDue(q)
+	bf.AckReq = last || q.req.noackPkts > maxPktPerAck || e.ccAckDue(q) || e.ccWindowFull(q)
 	if bf.AckReq {
 		q.req.noackPkts = 0
 		q.cc.ackReqAt = e.now
