@@ -45,6 +45,17 @@ func (e *Engine) complete(q *QP, p *bth.Packet) {
 	h := p.BTH()
 	psn := h.PSN()
 	op := p.Opcode()
+	if !psn.Before(q.req.highPSN) {
+		// A response at or past the highest PSN sent answers nothing
+		// this QP asked: a stale ACK of an earlier connection on the
+		// same QPs, or a forged one. Taken as a coalesced ACK (IBA
+		// 9.7.5.1.2) it would complete requests the responder has not
+		// executed. IBA's valid responses lie between the oldest
+		// unacknowledged PSN and the last one sent; rxe's check_psn
+		// has no upper bound.
+		q.Counters.Dropped++
+		return
+	}
 	var w *sendWQE
 	progress := false
 	acked := q.comp.psn
