@@ -249,6 +249,21 @@ func (v Veth) addAddr(p netip.Prefix) error {
 	return nil
 }
 
+// addNeighbors adds permanent neighbour entries on v for addrs at mac.
+func (v Veth) addNeighbors(t testing.TB, addrs []netip.Addr, mac net.HardwareAddr) {
+	t.Helper()
+	for _, a := range addrs {
+		fam := netlink.FAMILY_V4
+		if a.Is6() {
+			fam = netlink.FAMILY_V6
+		}
+		n := &netlink.Neigh{LinkIndex: v.Index, Family: fam, State: netlink.NUD_PERMANENT, IP: a.AsSlice(), HardwareAddr: mac}
+		if err := v.NS.nl.NeighSet(n); err != nil {
+			t.Fatalf("netns: neighbour %v on %s: %v", a, v.Name, err)
+		}
+	}
+}
+
 // SetMTU sets the interface MTU.
 func (v Veth) SetMTU(t testing.TB, mtu int) {
 	t.Helper()
@@ -279,6 +294,14 @@ type PairConfig struct {
 	// optionally an IPv6 pair. Empty means 10.99.0.1/24, 10.99.0.2/24,
 	// fd00:99::1/64 and fd00:99::2/64.
 	A, B []netip.Prefix
+	// StaticNeighbors gives each end a permanent neighbour entry for
+	// every address of the other, so nothing waits on ARP or neighbour
+	// discovery. A fresh veth end can drop IPv6's first neighbour
+	// solicitation (its IPv6 stack is not ready yet: the packets arrive
+	// and no ICMPv6 counter moves), and the kernel asks again only after
+	// a second, longer than an RC QP's default retries last (8 × 67 ms).
+	// Tests of next-hop resolution leave it off.
+	StaticNeighbors bool
 }
 
 // NewPair builds two namespaces joined by an addressed veth pair. Everything
@@ -307,6 +330,10 @@ func NewPair(t testing.TB, cfg PairConfig) *Pair {
 		p.AddrsB = append(p.AddrsB, x.Addr())
 	}
 	p.AddrA, p.AddrB = p.AddrsA[0], p.AddrsB[0]
+	if cfg.StaticNeighbors {
+		a.addNeighbors(t, p.AddrsB, b.MAC)
+		b.addNeighbors(t, p.AddrsA, a.MAC)
+	}
 	return p
 }
 

@@ -103,7 +103,7 @@ func TestVeth(t *testing.T) {
 }
 
 func veth(t *testing.T, mtu, fam int) {
-	p := netns.NewPair(t, netns.PairConfig{MTU: mtu})
+	p := netns.NewPair(t, netns.PairConfig{MTU: mtu, StaticNeighbors: true})
 	addrA, addrB := p.Addr(fam)
 	a, b := open(t, p.A.NS, addrA), open(t, p.B.NS, addrB)
 	// A runs inline (its Waits drive it); B has its own goroutine, as a
