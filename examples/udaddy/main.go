@@ -223,12 +223,14 @@ func run(ctx context.Context, d *verbs.Device, o options, out io.Writer) (err er
 }
 
 func server(ctx context.Context, o options, d *verbs.Device, m *rdmacm.CM, nodes *[]*node, out io.Writer) error {
-	fmt.Fprintln(out, "udaddy: starting server")
 	l, err := m.ListenUD(port)
 	if err != nil {
 		return fmt.Errorf("failure trying to listen: %w", err)
 	}
 	defer l.Close()
+	// Printed once listening (udaddy prints it just before), so a script
+	// may start the client on it.
+	fmt.Fprintln(out, "udaddy: starting server")
 	if o.listening != nil {
 		o.listening()
 	}
