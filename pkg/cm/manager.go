@@ -74,7 +74,7 @@ type Counters struct {
 	MADsIn, MADsOut uint64
 	SendErrors      uint64
 	Retransmits     uint64
-	Duplicates      uint64 // repeated messages answered (REQ, REP, DREQ)
+	Duplicates      uint64 // repeated messages answered (REQ, REP, DREQ, SIDR_REQ)
 	Malformed       uint64
 	Dropped         uint64 // unknown connection, unexpected or unsupported
 	// Overloaded counts REQs rejected because MaxConns connections
