@@ -2,9 +2,11 @@ package cm_test
 
 import (
 	"bytes"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -416,4 +418,45 @@ func TestLossySIDR(t *testing.T) {
 	if resolved < 290 {
 		t.Errorf("%d of 300 resolved", resolved)
 	}
+}
+
+// TestSIDRAnswersKernel: the kernel's SIDR_REQ from the lab (udaddy's
+// client on rxe, pkg/cm/mad's TestSIDRKernelGolden) is answered with a
+// SIDR_REP laid out exactly as the kernel's own answer to ours was (QPN
+// 0x11, librdmacm's Q_Key), with this request's TID and Request ID.
+func TestSIDRAnswersKernel(t *testing.T) {
+	f, a, b := sidrPair(t, 11)
+	b.qpn = 0x11
+	b.onSIDR = func(s *cm.SIDR) {
+		if err := s.Accept(f.now, &cm.SIDRAcceptParams{QPN: 0x11, QKey: udQKey}); err != nil {
+			t.Error(err)
+		}
+	}
+	req := make([]byte, mad.Size)
+	copy(req, unhexCM(t, `01070203 00000000 00000002 f3298da8 00170000 00000000
+		a88d29f3 ffff0000 00000000 01111c06
+		0040a6f7 00000000 00000000 00000000 0a4d000b 00000000 00000000 00000000 0a4d0001`))
+	want := make([]byte, mad.Size)
+	copy(want, unhexCM(t, `01070203 00000000 00000002 f3298da8 00180000 00000000
+		a88d29f3 00000000 00001100 00000000 01111c06 01234567`))
+	src := cm.Address{GID: a.gid, QPN: mad.GSIQPN, QKey: mad.GSIQKey, PKey: 0xffff}
+	if err := b.m.HandleMAD(f.now, src, req); err != nil {
+		t.Fatal(err)
+	}
+	b.drain()
+	if len(f.sent) != 1 {
+		t.Fatalf("sent %v", f.sent)
+	}
+	if !bytes.Equal(f.sent[0].b, want) {
+		t.Fatalf("answer\n got %x\nwant %x", f.sent[0].b, want)
+	}
+}
+
+func unhexCM(t *testing.T, s string) []byte {
+	t.Helper()
+	b, err := hex.DecodeString(strings.Join(strings.Fields(s), ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -3,6 +3,7 @@ package mad_test
 import (
 	"bytes"
 	"encoding/hex"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -71,6 +72,72 @@ func TestSIDRGolden(t *testing.T) {
 	if r.RequestID() != rep.RequestID || r.Status() != mad.SIDRValid || r.QPN() != 0x11 || r.QKey() != 0x01234567 ||
 		r.ServiceID() != rep.ServiceID || string(r.PrivateData()[:2]) != "hi" || len(r.PrivateData()) != mad.SIDRREPPrivateDataLen {
 		t.Errorf("SIDR_REP read back %+v", r.Fields())
+	}
+}
+
+// The kernel's SIDR_REQ and SIDR_REP as the lab's bridge recorded them
+// (TestUdaddyRxe: udaddy from rdmacm-utils 44 on Debian 12's kernel 6.1
+// with rxe at 10.77.0.11, uroce at 10.77.0.1): the MAD's bytes up to the
+// last nonzero one; the rest of the 256 are zero.
+const (
+	// udaddy's client (rdma_connect on a UD ID): ib_cm's TID (hi_tid 2
+	// and the Request ID as it lies in memory, as for REQs), P_Key
+	// 0xffff, UDP port 7174, rdma_cm's header from port 0xa6f7.
+	rxeSIDRREQ = `01070203 00000000 00000002 f3298da8 00170000 00000000
+		a88d29f3 ffff0000 00000000 01111c06
+		0040a6f7 00000000 00000000 00000000 0a4d000b 00000000 00000000 00000000 0a4d0001`
+	// udaddy's server (rdma_accept on a UD ID) answering uroce's
+	// request: the TID and Request ID echoed, status valid, QPN 0x11,
+	// the service ID, librdmacm's Q_Key, no private data.
+	rxeSIDRREP = `01070203 00000000 1a3ea851 effbd0e5 00180000 00000000
+		effbd0e5 00000000 00001100 00000000 01111c06 01234567`
+)
+
+// TestSIDRKernelGolden decodes the kernel's SIDR_REQ and SIDR_REP, checks
+// every field, and re-encodes each from its fields alone, byte for byte.
+func TestSIDRKernelGolden(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		hex   string
+		check func(t *testing.T, m mad.MAD)
+	}{
+		{"SIDR_REQ", rxeSIDRREQ, func(t *testing.T, m mad.MAD) {
+			f := m.SIDRREQ().Fields()
+			if f.RequestID != 0xa88d29f3 || f.PKey != 0xffff || f.ServiceID != mad.IPServiceID(mad.PortSpaceUDP, 7174) {
+				t.Errorf("fields %+v", f)
+			}
+			h := mad.CMAHeader(f.PrivateData)
+			want := mad.CMAHeaderFields{IPVersion: 4, SrcPort: 0xa6f7, Src: g1, Dst: netip.MustParseAddr("10.77.0.1")}
+			if err := h.Check(); err != nil || h.Fields() != want {
+				t.Errorf("rdma_cm header %+v (%v)", h.Fields(), err)
+			}
+			if !allZero(f.PrivateData[mad.CMAHeaderLen:]) {
+				t.Errorf("user private data %x", f.PrivateData[mad.CMAHeaderLen:])
+			}
+		}},
+		{"SIDR_REP", rxeSIDRREP, func(t *testing.T, m mad.MAD) {
+			f := m.SIDRREP().Fields()
+			if f.RequestID != 0xeffbd0e5 || f.Status != mad.SIDRValid || f.InfoLength != 0 || f.QPN != 0x11 ||
+				f.ServiceID != mad.IPServiceID(mad.PortSpaceUDP, 7174) || f.QKey != 0x01234567 || !allZero(f.Info) || !allZero(f.PrivateData) {
+				t.Errorf("fields %+v", f)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := make([]byte, mad.Size)
+			copy(b, unhex(t, tc.hex))
+			m, err := mad.DecodeCM(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h := m.Header(); h.Method() != mad.MethodSend || h.Class() != mad.ClassCM || h.ClassVersion() != mad.CMClassVersion {
+				t.Errorf("header %+v", h.Fields())
+			}
+			tc.check(t, m)
+			if got := reencode(m); !bytes.Equal(got, b) {
+				t.Errorf("re-encoded\n got %x\nwant %x", got, b)
+			}
+		})
 	}
 }
 
@@ -156,6 +223,14 @@ func FuzzSIDR(f *testing.F) {
 			m.SIDRREP().Encode(&mad.SIDRREPFields{RequestID: 7, QPN: 0x11, QKey: 0x01234567, ServiceID: mad.IPServiceID(mad.PortSpaceUDP, 7174)})
 		}
 		f.Add(append([]byte{byte(attr)}, m.Data()...))
+	}
+	for _, k := range []struct {
+		attr mad.AttrID
+		hex  string
+	}{{mad.AttrSIDRREQ, rxeSIDRREQ}, {mad.AttrSIDRREP, rxeSIDRREP}} {
+		b := make([]byte, mad.Size)
+		copy(b, unhex(f, k.hex))
+		f.Add(append([]byte{byte(k.attr)}, b[mad.HeaderLen:]...))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		if len(in) < 1+mad.DataLen {
