@@ -1,7 +1,9 @@
 // Package cm is the InfiniBand communication manager (IBA chapter 12) as
 // RoCEv2 peers speak it on QP1: the state machines that set an RC
 // connection up with REQ, REP and RTU, turn it down with DREQ and DREP,
-// and refuse it with REJ, for both the active and the passive side. It
+// and refuse it with REJ, for both the active and the passive side; and
+// service ID resolution (SIDR_REQ and SIDR_REP, IBA 12.11), which finds
+// the UD QP and Q_Key behind a service ID for rdma_cm's UDP port space. It
 // is what the kernel's ib_cm does underneath rdma_cm, so a uroce process
 // can rdma_connect to rping or perftest -R on an rxe or ConnectX host, and
 // they to it. The messages themselves are package mad, beneath this one;
@@ -16,7 +18,8 @@
 //   - Manager.Tick at Manager.NextDeadline, for retransmissions, the waits
 //     an MRA asks for, and the end of time-wait;
 //   - the application's decisions: Manager.Connect, Conn.Accept,
-//     Conn.Reject, Conn.MRA, Conn.Disconnect;
+//     Conn.Reject, Conn.MRA, Conn.Disconnect; Manager.Resolve,
+//     SIDR.Accept, SIDR.Reject for UD services;
 //   - Conn.DataReceived when a passive connection's QP gets its first
 //     packet, which counts as the RTU if that was lost (IBA 12.9.6).
 //
@@ -36,5 +39,5 @@
 // (IBA 12.9.6) is in docs/connection-manager.md.
 //
 // Not here yet: LAP/APR path migration (a LAP gets APR "not supported";
-// RoCE has no alternate paths), SIDR for UD services, RD, XRC.
+// RoCE has no alternate paths), SIDR redirection, RD, XRC.
 package cm

@@ -23,6 +23,6 @@ var (
 	// the connection it names; it was dropped (IBA 12.9: "discard").
 	ErrUnexpected = errors.New("unexpected CM message")
 	// ErrUnsupported means a valid message this manager does not act on
-	// (APR, SIDR).
+	// (APR).
 	ErrUnsupported = errors.New("unsupported CM message")
 )

@@ -14,14 +14,19 @@ type EventType uint8
 // Event types.
 const (
 	// EventConnectRequest: a REQ for a listened service arrived (passive).
-	// Conn.Request has its fields; answer with Accept, Reject or MRA.
+	// Conn.Request has its fields; answer with Accept, Reject or MRA. For
+	// a SIDR_REQ, Event.SIDR is set instead: answer with SIDR.Accept or
+	// SIDR.Reject.
 	EventConnectRequest EventType = iota + 1
-	// EventEstablished: REP+RTU done (active), RTU or first data (passive).
+	// EventEstablished: REP+RTU done (active), RTU or first data
+	// (passive); for a SIDR, a SIDR_REP with status valid (active).
 	EventEstablished
 	// EventRejected: the peer sent a REJ; Reason and PrivateData say why.
+	// For a SIDR, a SIDR_REP with another status: Status says which.
 	EventRejected
-	// EventUnreachable: every retry of the REQ or REP went unanswered
-	// (rdma_cm maps ib_cm's REQ_ERROR and REP_ERROR to UNREACHABLE).
+	// EventUnreachable: every retry of the REQ, REP or SIDR_REQ went
+	// unanswered (rdma_cm maps ib_cm's REQ_ERROR, REP_ERROR and
+	// SIDR_REQ_ERROR to UNREACHABLE).
 	EventUnreachable
 	// EventConnectError: a local failure while connecting (Modify QP).
 	EventConnectError
@@ -49,10 +54,15 @@ func (t EventType) String() string {
 	return fmt.Sprintf("EventType(%d)", uint8(t))
 }
 
-// Event is one thing that happened to one connection.
+// Event is one thing that happened to one connection, or to one service
+// ID resolution (then SIDR is set and Conn is nil).
 type Event struct {
 	Type EventType
 	Conn *Conn
+	SIDR *SIDR
+	// Status is the SIDR_REP's status for a SIDR's Established or
+	// Rejected.
+	Status mad.SIDRStatus
 	// Reason is the REJ's reason for EventRejected.
 	Reason mad.RejectReason
 	// PrivateData is a copy of the private data of the message behind
@@ -68,7 +78,12 @@ func (e Event) String() string {
 	if e.Conn != nil {
 		s += fmt.Sprintf(" conn %#x", e.Conn.LocalID())
 	}
-	if e.Type == EventRejected {
+	if e.SIDR != nil {
+		s += fmt.Sprintf(" SIDR %#x", e.SIDR.RequestID())
+	}
+	if e.Type == EventRejected && e.SIDR != nil {
+		s += fmt.Sprintf(" (%v)", e.Status)
+	} else if e.Type == EventRejected {
 		s += fmt.Sprintf(" (%v)", e.Reason)
 	}
 	if e.Err != nil {

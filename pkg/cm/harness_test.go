@@ -57,9 +57,10 @@ type node struct {
 	m      *cm.Manager
 	qp     fakeQP
 	events []cm.Event
-	// onRequest is the application's answer to a connect request; nil
-	// leaves it unanswered.
+	// onRequest is the application's answer to a connect request, and
+	// onSIDR to a SIDR_REQ; nil leaves it unanswered.
 	onRequest func(c *cm.Conn)
+	onSIDR    func(s *cm.SIDR)
 	qpn, psn  uint32
 }
 
@@ -197,6 +198,12 @@ func (f *fabric) step(end time.Time) bool {
 func (n *node) drain() {
 	for _, e := range n.m.PollEvents(nil) {
 		n.events = append(n.events, e)
+		if e.Type == cm.EventConnectRequest && e.SIDR != nil {
+			if n.onSIDR != nil {
+				n.onSIDR(e.SIDR)
+			}
+			continue
+		}
 		if e.Type == cm.EventConnectRequest && n.onRequest != nil {
 			n.onRequest(e.Conn)
 			// Accepting or rejecting makes no events of its own, but

@@ -74,7 +74,7 @@ type Counters struct {
 	MADsIn, MADsOut uint64
 	SendErrors      uint64
 	Retransmits     uint64
-	Duplicates      uint64 // repeated messages answered (REQ, REP, DREQ)
+	Duplicates      uint64 // repeated messages answered (REQ, REP, DREQ, SIDR_REQ)
 	Malformed       uint64
 	Dropped         uint64 // unknown connection, unexpected or unsupported
 	// Overloaded counts REQs rejected because MaxConns connections
@@ -93,8 +93,12 @@ type Manager struct {
 	conns     map[uint32]*Conn    // by local communication ID
 	remote    map[remoteKey]*Conn // by the peer's GID and communication ID
 	listeners map[uint64]bool
-	events    []Event
-	buf       [mad.Size]byte
+	// Service ID resolutions: ours by Request ID, the peers' by their
+	// GID and Request ID.
+	sidrOut map[uint32]*SIDR
+	sidrIn  map[remoteKey]*SIDR
+	events  []Event
+	buf     [mad.Size]byte
 	// Counters count what went in and out.
 	Counters Counters
 }
@@ -133,12 +137,16 @@ func New(cfg Config) (*Manager, error) {
 		conns:     map[uint32]*Conn{},
 		remote:    map[remoteKey]*Conn{},
 		listeners: map[uint64]bool{},
+		sidrOut:   map[uint32]*SIDR{},
+		sidrIn:    map[remoteKey]*SIDR{},
 	}, nil
 }
 
-// Listen makes REQs for serviceID turn into EventConnectRequest; REQs for
-// services nobody listens on are rejected with "invalid service ID", as
-// ib_cm does. It returns ErrServiceInUse for a second Listen.
+// Listen makes REQs and SIDR_REQs for serviceID turn into
+// EventConnectRequest; REQs for services nobody listens on are rejected
+// with "invalid service ID", SIDR_REQs answered "service ID not
+// supported", as ib_cm does. It returns ErrServiceInUse for a second
+// Listen.
 func (m *Manager) Listen(serviceID uint64) error {
 	if m.listeners[serviceID] {
 		return fmt.Errorf("listen %#x: %w", serviceID, ErrServiceInUse)
@@ -175,6 +183,16 @@ func (m *Manager) NextDeadline() (time.Time, bool) {
 			next = c.deadline
 		}
 	}
+	for _, s := range m.sidrOut {
+		if !s.deadline.IsZero() && (next.IsZero() || s.deadline.Before(next)) {
+			next = s.deadline
+		}
+	}
+	for _, s := range m.sidrIn {
+		if !s.deadline.IsZero() && (next.IsZero() || s.deadline.Before(next)) {
+			next = s.deadline
+		}
+	}
 	return next, !next.IsZero()
 }
 
@@ -199,6 +217,26 @@ func (m *Manager) Tick(now time.Time) {
 	for _, c := range due {
 		c.expire(now)
 	}
+	var sdue []*SIDR
+	for _, s := range m.sidrOut {
+		if !s.deadline.IsZero() && !now.Before(s.deadline) {
+			sdue = append(sdue, s)
+		}
+	}
+	for _, s := range m.sidrIn {
+		if !s.deadline.IsZero() && !now.Before(s.deadline) {
+			sdue = append(sdue, s)
+		}
+	}
+	slices.SortFunc(sdue, func(a, b *SIDR) int {
+		if c := a.deadline.Compare(b.deadline); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.requestID, b.requestID)
+	})
+	for _, s := range sdue {
+		s.expire(now)
+	}
 }
 
 // HandleMAD processes one datagram that arrived on QP1 from src (the
@@ -218,6 +256,13 @@ func (m *Manager) HandleMAD(now time.Time, src Address, b []byte) error {
 			// local comm ID, the first field of every version, is read.
 			m.rejectREQ(src, mad.MAD(b), mad.RejInvalidClassVersion)
 		}
+		if errors.Is(err, mad.ErrBadClassVersion) && len(b) == mad.Size &&
+			mad.MAD(b).Header().AttrID() == mad.AttrSIDRREQ {
+			// IBA 12.11.2: likewise a SIDR_REP with status
+			// "unsupported class version"; only the Request ID and
+			// service ID are read.
+			m.answerSIDR(src, mad.MAD(b), mad.SIDRBadClassVersion)
+		}
 		return fmt.Errorf("handle MAD: %w: %w", ErrMalformed, err)
 	}
 	err = m.dispatch(now, src, msg)
@@ -234,7 +279,11 @@ func (m *Manager) dispatch(now time.Time, src Address, msg mad.MAD) error {
 	switch attr {
 	case mad.AttrREQ:
 		return m.handleREQ(now, src, msg)
-	case mad.AttrSIDRREQ, mad.AttrSIDRREP, mad.AttrAPR:
+	case mad.AttrSIDRREQ:
+		return m.handleSIDRREQ(now, src, msg)
+	case mad.AttrSIDRREP:
+		return m.handleSIDRREP(now, src, msg)
+	case mad.AttrAPR:
 		return ErrUnsupported
 	}
 	// Every other message names its receiver's communication ID at byte
@@ -281,11 +330,12 @@ func (m *Manager) dispatch(now time.Time, src Address, msg mad.MAD) error {
 	return ErrUnsupported
 }
 
-// newLocalID returns an unused nonzero local communication ID.
+// newLocalID returns an unused nonzero local communication ID, which is
+// also what a SIDR_REQ's Request ID is drawn from (as ib_cm does).
 func (m *Manager) newLocalID() uint32 {
 	for {
 		id := m.rng.Uint32()
-		if id != 0 && m.conns[id] == nil {
+		if id != 0 && m.conns[id] == nil && m.sidrOut[id] == nil {
 			return id
 		}
 	}

@@ -2,7 +2,8 @@
 // InfiniBand communication manager's REQ, REP and RTU sent as MADs to QP1,
 // so a uroce program can connect to, and accept connections from,
 // unmodified rdma_cm programs (rping, ucmatose, perftest -R) on rxe or
-// ConnectX hosts.
+// ConnectX hosts. It also resolves UD services of rdma_cm's UDP port
+// space with SIDR_REQ and SIDR_REP (udaddy).
 //
 // One CM per device drives a cm.Manager (the state machines) from one
 // goroutine: it feeds it the MADs the device's GSI QP receives, runs its
@@ -44,6 +45,23 @@
 // packet its QP receives (IBA 12.9.6), which the CM loop polls for while
 // the REP is out.
 //
-// Not here: UD port spaces (SIDR), address resolution beyond "the GID is
-// the IP address", an RNR retry count of 0 (Params takes 0 as 7).
+// UD services (RDMA_PS_UDP: service ID 0x0000000001110000 | port) have no
+// connection: the SIDR_REQ asks which QP serves the port, and the
+// SIDR_REP names it and its Q_Key (UDPQKey, librdmacm's 0x01234567,
+// unless the server chose another):
+//
+//	peer, err := m.DialUD(ctx, netip.MustParseAddrPort("10.0.0.1:7174"), udqp, nil)
+//	// send datagrams to peer.QPN and peer.QKey through an AH of peer.AHAttr()
+//
+//	l, _ := m.ListenUD(7174)
+//	req, _ := l.Accept(ctx)
+//	err := req.Accept(udqp, nil) // or req.Reject(data)
+//
+// The SIDR_REQ does not carry the requester's QPN: the server learns it
+// from the datagrams (each receive completion has the source QP and GID).
+// A refusal is a *SIDRError (ErrRefused when nobody listens).
+//
+// Not here: SIDR redirection, the IPoIB and IB port spaces, address
+// resolution beyond "the GID is the IP address", an RNR retry count of 0
+// (Params takes 0 as 7).
 package rdmacm

@@ -41,6 +41,8 @@ type CM struct {
 	// The loop's own state.
 	byQPN     map[uint32]*Conn
 	listeners map[uint64]*Listener
+	// udListeners are the UDP port space's, answered with SIDR.
+	udListeners map[uint64]*UDListener
 	// awaitRTU holds the passive connections whose REP is out: their
 	// QPs are polled for a first packet, which stands in for a lost RTU.
 	awaitRTU map[*Conn]struct{}
@@ -75,6 +77,8 @@ func open(tr transport, local netip.Addr, maxMTU int, cfg Config) (*CM, error) {
 		byQPN:     map[uint32]*Conn{},
 		listeners: map[uint64]*Listener{},
 		awaitRTU:  map[*Conn]struct{}{},
+
+		udListeners: map[uint64]*UDListener{},
 	}
 	if m.clock == nil {
 		m.clock = time.Now
@@ -197,10 +201,17 @@ func (m *CM) shutdown() {
 	for _, l := range m.listeners {
 		l.closeLocked()
 	}
+	for _, l := range m.udListeners {
+		l.closeLocked()
+	}
 }
 
 // handle turns one manager event into the API's.
 func (m *CM) handle(now time.Time, e cm.Event) {
+	if e.SIDR != nil {
+		m.handleSIDR(now, e)
+		return
+	}
 	if e.Type == cm.EventConnectRequest {
 		m.request(now, e.Conn)
 		return

@@ -122,3 +122,19 @@ const (
 	SIDRRedirect            SIDRStatus = 4
 	SIDRBadClassVersion     SIDRStatus = 5
 )
+
+var sidrStatusNames = [...]string{
+	SIDRValid:               "valid",
+	SIDRServiceNotSupported: "service ID not supported",
+	SIDRRejected:            "rejected",
+	SIDRNoQP:                "no QP",
+	SIDRRedirect:            "redirect",
+	SIDRBadClassVersion:     "unsupported class version",
+}
+
+func (s SIDRStatus) String() string {
+	if int(s) < len(sidrStatusNames) {
+		return sidrStatusNames[s]
+	}
+	return fmt.Sprintf("SIDR status %d", uint8(s))
+}

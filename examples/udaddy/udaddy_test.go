@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/uroce/uroce/examples/internal/loopback"
+	"github.com/uroce/uroce/pkg/rdmacm"
+	"github.com/uroce/uroce/verbs"
+)
+
+// TestLoopback runs the server and the client against each other over the
+// kernel's loopback (no root): every service resolves, every datagram
+// and reply arrives, and both print udaddy's closing lines.
+func TestLoopback(t *testing.T) {
+	for _, tc := range []struct{ connections, count, size int }{{1, 10, 100}, {3, 5, 1024}, {2, 0, 0}} {
+		t.Run(fmt.Sprintf("c%d-C%d-S%d", tc.connections, tc.count, tc.size), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			o := options{connections: tc.connections, count: tc.count, size: tc.size, tos: -1}
+			var srvOut, cliOut strings.Builder
+			serr, cerr := loopback.Run(ctx, func(d *verbs.Device, listening func()) error {
+				srv := o
+				srv.listening = listening
+				return run(ctx, d, srv, &srvOut)
+			}, func(d *verbs.Device) error {
+				cli := o
+				cli.server = loopback.B.String()
+				return run(ctx, d, cli, &cliOut)
+			})
+			if cerr != nil {
+				t.Fatalf("client: %v\n%s", cerr, cliOut.String())
+			}
+			if serr != nil {
+				t.Fatalf("server: %v\n%s", serr, srvOut.String())
+			}
+			srvWant, cliWant := "udaddy: starting server\n", "udaddy: starting client\nudaddy: connecting\n"
+			if tc.count > 0 {
+				srvWant += "receiving data transfers\nsending replies\ndata transfers complete\n"
+				cliWant += "initiating data transfers\nreceiving data transfers\ndata transfers complete\n"
+			}
+			if srvOut.String() != srvWant {
+				t.Errorf("server printed:\n%s", srvOut.String())
+			}
+			if cliOut.String() != cliWant {
+				t.Errorf("client printed:\n%s", cliOut.String())
+			}
+		})
+	}
+}
+
+// TestNoServer: a client with nobody listening ends at once with the
+// refusal (SIDR_REP "service ID not supported").
+func TestNoServer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	a, b, err := loopback.Pair(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	srv, err := rdmacmOpen(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv()
+	var out strings.Builder
+	err = run(ctx, a, options{server: loopback.B.String(), connections: 1, count: 1, size: 10, tos: -1}, &out)
+	if err == nil || !strings.Contains(err.Error(), "service ID not supported") {
+		t.Errorf("got %v\n%s", err, out.String())
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		ok   bool
+	}{
+		{[]string{}, true},
+		{[]string{"-s", "10.0.0.1", "-C", "5", "-S", "10", "-c", "2", "-t", "0x20"}, true},
+		{[]string{"-P", "udp", "-p", "0x111", "-f", "ip"}, true},
+		{[]string{"-P", "ipoib"}, false},
+		{[]string{"-p", "0x2"}, false},
+		{[]string{"-f", "gid"}, false},
+		{[]string{"-c", "0"}, false},
+		{[]string{"-C", "-1"}, false},
+		{[]string{"-t", "300"}, false},
+	} {
+		if _, err := parseFlags(tc.args, &strings.Builder{}); (err == nil) != tc.ok {
+			t.Errorf("%q: %v", tc.args, err)
+		}
+	}
+	if o, _ := parseFlags([]string{"-S", "0"}, &strings.Builder{}); o.count != 0 {
+		t.Errorf("-S 0 leaves count %d", o.count)
+	}
+}
+
+// rdmacmOpen opens a CM on d that listens on nothing.
+func rdmacmOpen(d *verbs.Device) (func(), error) {
+	m, err := rdmacm.Open(d, rdmacm.Config{})
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	return func() {
+		m.Close()
+		d.Close()
+	}, nil
+}
