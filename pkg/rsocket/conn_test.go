@@ -1,0 +1,273 @@
+package rsocket_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/uroce/uroce/pkg/link/pipe"
+	"github.com/uroce/uroce/pkg/rsocket"
+	"github.com/uroce/uroce/verbs"
+)
+
+// pair connects two devices on a pipe link with rsocket streams.
+func pair(t testing.TB) (client, server *rsocket.Conn) {
+	t.Helper()
+	la, lb := pipe.New(pipe.Config{Buffers: 4096})
+	da, db := verbs.Open(la), verbs.Open(lb)
+	t.Cleanup(func() { da.Close(); db.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	l, err := rsocket.Listen(ctx, db, ":7471")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	accepted := make(chan *rsocket.Conn, 1)
+	errc := make(chan error, 1)
+	go func() {
+		c, err := l.AcceptRsocket()
+		if err != nil {
+			errc <- err
+			return
+		}
+		accepted <- c
+	}()
+	client, err = rsocket.Dial(ctx, da, db.Addr().String()+":7471")
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case server = <-accepted:
+	case err := <-errc:
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close(); server.Close() })
+	return client, server
+}
+
+func TestCopySizes(t *testing.T) {
+	client, server := pair(t)
+	for _, size := range []int{1, 63, 64, 65, 2047, 4096, 65536 + 7, 1 << 20, 3<<20 + 11} {
+		src := make([]byte, size)
+		for i := range src {
+			src[i] = byte(rand.Uint32())
+		}
+		got := make([]byte, size)
+		errc := make(chan error, 1)
+		go func() {
+			_, err := io.ReadFull(server, got)
+			errc <- err
+		}()
+		if n, err := io.Copy(client, bytes.NewReader(src)); err != nil || n != int64(size) {
+			t.Fatalf("size %d: copy %d, %v", size, n, err)
+		}
+		if err := <-errc; err != nil {
+			t.Fatalf("size %d: read: %v", size, err)
+		}
+		if !bytes.Equal(got, src) {
+			t.Fatalf("size %d: data differ", size)
+		}
+	}
+}
+
+// TestEchoBothWays has each side write while the other echoes.
+func TestEchoBothWays(t *testing.T) {
+	client, server := pair(t)
+	go io.Copy(server, server)
+	const size = 2 << 20
+	src := make([]byte, size)
+	for i := range src {
+		src[i] = byte(i * 7)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := client.Write(src)
+		errc <- err
+	}()
+	got := make([]byte, size)
+	if _, err := io.ReadFull(client, got); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, src) {
+		t.Fatal("echo differs")
+	}
+}
+
+func TestReadDeadline(t *testing.T) {
+	client, _ := pair(t)
+	client.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	start := time.Now()
+	_, err := client.Read(make([]byte, 10))
+	checkTimeout(t, err)
+	if d := time.Since(start); d < 40*time.Millisecond || d > 2*time.Second {
+		t.Errorf("timed out after %v", d)
+	}
+	// A deadline in the past fails at once; clearing it lets Read block
+	// again (until data comes).
+	client.SetReadDeadline(time.Now().Add(-time.Second))
+	_, err = client.Read(make([]byte, 10))
+	checkTimeout(t, err)
+}
+
+// TestDeadlineWhileBlocked moves the deadline of a Read already waiting.
+func TestDeadlineWhileBlocked(t *testing.T) {
+	client, _ := pair(t)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := client.Read(make([]byte, 10))
+		errc <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	client.SetDeadline(time.Now().Add(20 * time.Millisecond))
+	select {
+	case err := <-errc:
+		checkTimeout(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("Read did not return")
+	}
+}
+
+func TestWriteDeadline(t *testing.T) {
+	client, _ := pair(t)
+	// Nobody reads: the peer's ring and credits run out.
+	client.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+	n, err := client.Write(make([]byte, 8<<20))
+	checkTimeout(t, err)
+	if n == 0 || n >= 8<<20 {
+		t.Errorf("wrote %d before the deadline", n)
+	}
+}
+
+func checkTimeout(t *testing.T, err error) {
+	t.Helper()
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() || !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("got %v, want a net.Error timeout wrapping os.ErrDeadlineExceeded", err)
+	}
+}
+
+func TestCloseWrite(t *testing.T) {
+	client, server := pair(t)
+	if _, err := client.Write([]byte("last words")); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Write([]byte("x")); !errors.Is(err, rsocket.ErrShutdown) {
+		t.Errorf("Write after CloseWrite: %v", err)
+	}
+	b, err := io.ReadAll(server)
+	if err != nil || string(b) != "last words" {
+		t.Fatalf("read %q, %v", b, err)
+	}
+	// The other direction still works.
+	if _, err := server.Write([]byte("reply")); err != nil {
+		t.Fatal(err)
+	}
+	if err := server.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err = io.ReadAll(client)
+	if err != nil || string(b) != "reply" {
+		t.Fatalf("read %q, %v", b, err)
+	}
+}
+
+// TestCloseInFlight closes right after a large Write: the peer still
+// reads every byte, then io.EOF.
+func TestCloseInFlight(t *testing.T) {
+	client, server := pair(t)
+	const size = 1 << 20
+	src := make([]byte, size)
+	for i := range src {
+		src[i] = byte(i)
+	}
+	got := make(chan []byte, 1)
+	go func() {
+		b, err := io.ReadAll(server)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- b
+	}()
+	if _, err := client.Write(src); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if b := <-got; !bytes.Equal(b, src) {
+		t.Fatalf("read %d bytes, want %d equal", len(b), size)
+	}
+	if _, err := server.Write([]byte("x")); !errors.Is(err, rsocket.ErrReset) {
+		t.Errorf("Write to a closed peer: %v", err)
+	}
+}
+
+func TestCloseUnblocks(t *testing.T) {
+	client, _ := pair(t)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := client.Read(make([]byte, 1))
+		errc <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	client.Close()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, net.ErrClosed) {
+			t.Errorf("blocked Read after Close: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Read did not return")
+	}
+	if _, err := client.Write([]byte("x")); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("Write after Close: %v", err)
+	}
+}
+
+// BenchmarkPingPong sends a message and waits for its echo, each side a
+// Read and a Write per message.
+func BenchmarkPingPong(b *testing.B) {
+	for _, size := range []int{64, 4096} {
+		b.Run(byteSize(size), func(b *testing.B) {
+			client, server := pair(b)
+			go func() {
+				buf := make([]byte, size)
+				for {
+					if _, err := io.ReadFull(server, buf); err != nil {
+						return
+					}
+					if _, err := server.Write(buf); err != nil {
+						return
+					}
+				}
+			}()
+			buf := make([]byte, size)
+			b.ReportAllocs()
+			b.SetBytes(int64(size))
+			for b.Loop() {
+				if _, err := client.Write(buf); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.ReadFull(client, buf); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func byteSize(n int) string { return fmt.Sprintf("%dB", n) }
