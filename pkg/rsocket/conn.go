@@ -75,7 +75,7 @@ type Conn struct {
 	closed   bool
 	shutWr   bool  // CloseWrite was called
 	failed   error // the QP failed: a send completed in error
-	postFail error
+	closedAt time.Time
 
 	// Receive side.
 	rbuf           []byte
@@ -637,7 +637,7 @@ func (c *Conn) CloseWrite() error {
 // Close ends the stream gracefully: calls blocked in Read or Write return
 // net.ErrClosed, the peer gets rsocket's disconnect after the data
 // already written (waiting up to 5 s for it to land), then the CM's
-// DREQ.
+// DREQ. Close returns once the peer answers it.
 func (c *Conn) Close() error {
 	first := false
 	c.closeOnce.Do(func() { first = true })
@@ -657,15 +657,36 @@ func (c *Conn) Close() error {
 	c.wdl.set(time.Time{})
 	c.rc.Disconnect()
 	select {
-	case <-c.rc.Done():
+	case <-c.rc.Done(): // the peer's DREP, or its own DREQ
 	case <-time.After(closeTimeout):
 	}
-	c.free()
+	// Keep the QP until the CM leaves time-wait: its number stays bound
+	// to the old connection until then (IBA 12.9.8.3.1), and a new QP
+	// would get the same one. Later calls on the device free it, so no
+	// goroutine outlives Close.
+	c.closedAt = time.Now()
+	c.ref.bury(c)
 	c.ref.release()
 	if err != nil {
 		return c.opError("close", err)
 	}
 	return nil
+}
+
+// timewaitOver reports whether the CM is done with the QP: it left
+// time-wait, or the close was long ago. The caller holds cms.
+func (c *Conn) timewaitOver() bool {
+	for {
+		select {
+		case e := <-c.rc.Events():
+			if e.Type == rdmacm.EventTimewaitExit {
+				return true
+			}
+			continue
+		default:
+		}
+		return time.Since(c.closedAt) > closeTimeout
+	}
 }
 
 // LocalAddr returns this end's address.

@@ -271,3 +271,50 @@ func BenchmarkPingPong(b *testing.B) {
 }
 
 func byteSize(n int) string { return fmt.Sprintf("%dB", n) }
+
+// TestRedial opens and closes streams one after another between the same
+// devices: each new QP must not collide with one whose connection is
+// still in time-wait.
+func TestRedial(t *testing.T) {
+	la, lb := pipe.New(pipe.Config{})
+	da, db := verbs.Open(la), verbs.Open(lb)
+	defer da.Close()
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	l, err := rsocket.Listen(ctx, db, ":7471")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				io.Copy(c, c)
+				c.Close()
+			}()
+		}
+	}()
+	for i := range 5 {
+		c, err := rsocket.Dial(ctx, da, db.Addr().String()+":7471")
+		if err != nil {
+			t.Fatalf("dial %d: %v", i, err)
+		}
+		msg := fmt.Sprintf("hello %d", i)
+		if _, err := c.Write([]byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+		c.CloseWrite()
+		b, err := io.ReadAll(c)
+		if err != nil || string(b) != msg {
+			t.Fatalf("echo %d: %q, %v", i, b, err)
+		}
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -18,6 +18,10 @@ type cmRef struct {
 	dev  *verbs.Device
 	cm   *rdmacm.CM
 	refs int
+	// graves are closed streams whose QPs wait for the CM to leave
+	// time-wait (see Conn.Close); freed by later calls on the device, or
+	// all with the CM.
+	graves []*Conn
 }
 
 var cms = struct {
@@ -32,6 +36,7 @@ func acquireCM(dev *verbs.Device) (*cmRef, error) {
 	defer cms.Unlock()
 	if r := cms.m[dev]; r != nil {
 		r.refs++
+		r.sweep()
 		return r, nil
 	}
 	dev.Start()
@@ -51,7 +56,34 @@ func (r *cmRef) release() {
 	if r.refs--; r.refs == 0 {
 		delete(cms.m, r.dev)
 		r.cm.Close()
+		for _, c := range r.graves {
+			c.free()
+		}
+		r.graves = nil
 	}
+}
+
+// bury keeps a closed stream's QP until its connection leaves time-wait.
+func (r *cmRef) bury(c *Conn) {
+	cms.Lock()
+	defer cms.Unlock()
+	r.graves = append(r.graves, c)
+	r.sweep()
+}
+
+// sweep frees the buried streams whose connections left time-wait, with
+// cms held.
+func (r *cmRef) sweep() {
+	keep := r.graves[:0]
+	for _, c := range r.graves {
+		if c.timewaitOver() {
+			c.free()
+		} else {
+			keep = append(keep, c)
+		}
+	}
+	clear(r.graves[len(keep):])
+	r.graves = keep
 }
 
 // Listener accepts rsocket streams on one rdma_cm port of a device
@@ -169,6 +201,7 @@ func (l *Listener) Addr() net.Addr { return l.addr }
 func (r *cmRef) acquire() {
 	cms.Lock()
 	r.refs++
+	r.sweep()
 	cms.Unlock()
 }
 
