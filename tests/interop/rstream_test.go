@@ -1,9 +1,11 @@
 package interop_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/uroce/uroce/bth"
 	"github.com/uroce/uroce/tests/interop/lab"
@@ -16,7 +18,8 @@ const rstreamPort = 7471
 // rstream from rdmacm-utils on an rxe guest, each side as client and as
 // server, at several transfer sizes and counts, the guest with
 // non-blocking calls (rstream's default) and with blocking ones (-T b),
-// both sides checking the data (-T v). Both exit statuses, both result
+// both sides checking the data (-T v), and with 1 % of the RoCE packets
+// (data, ACKs and CM MADs alike) dropped on the bridge. Both exit statuses, both result
 // lines and a capture of the bridge (every RoCE packet verifies; data and
 // credits as RDMA WRITE WITH IMMEDIATE) are checked.
 func TestRstreamRxe(t *testing.T) {
@@ -27,11 +30,14 @@ func TestRstreamRxe(t *testing.T) {
 	for _, tc := range []struct {
 		size, count, iterations int
 		block                   bool
+		dropPct                 int // RoCE packets dropped on the bridge, both ways
 	}{
-		{64, 100, 5, false},
-		{4096, 50, 2, true},
-		{100000, 10, 2, false},
-		{1 << 20, 2, 1, true},
+		{64, 100, 5, false, 0},
+		{4096, 50, 2, true, 0},
+		{100000, 10, 2, false, 0},
+		{1 << 20, 2, 1, true, 0},
+		{4096, 100, 2, false, 1},
+		{65536, 20, 2, true, 1},
 	} {
 		args := fmt.Sprintf("-S %d -C %d -I %d", tc.size, tc.count, tc.iterations)
 		guestOpts := "-T v"
@@ -42,6 +48,9 @@ func TestRstreamRxe(t *testing.T) {
 			name := fmt.Sprintf("S%d-C%d-I%d", tc.size, tc.count, tc.iterations)
 			if tc.block {
 				name += "-block"
+			}
+			if tc.dropPct > 0 {
+				name += fmt.Sprintf("-drop%d", tc.dropPct)
 			}
 			if uroceClient {
 				name += "/uroce-client"
@@ -57,7 +66,28 @@ func TestRstreamRxe(t *testing.T) {
 				} else {
 					f.guestCmd = fmt.Sprintf("rstream -s %s %s %s", peer, args, guestOpts)
 				}
+				var d *lab.Dropper
+				if tc.dropPct > 0 {
+					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+					defer cancel()
+					var err error
+					if d, err = l.DropRoCE(ctx, tc.dropPct); err != nil {
+						t.Fatal(err)
+					}
+				}
 				res := f.run(t, l, g)
+				if d != nil {
+					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+					defer cancel()
+					dropped, err := d.Dropped(ctx)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := d.Remove(ctx); err != nil {
+						t.Fatal(err)
+					}
+					t.Logf("the bridge dropped %d RoCE packets", dropped)
+				}
 				res.checkEnds(t, f)
 				guest, uroce, stats := res.guest, res.uroce, res.stats
 				if strings.Contains(guest.Stdout+uroce, "verification failed") {
