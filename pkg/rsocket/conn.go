@@ -20,6 +20,8 @@ const (
 	sendBufSize = 1 << 17
 	queueDepth  = 384
 	maxInline   = 64
+	// ioMapSize is how many regions a peer may riomap toward us.
+	ioMapSize = 8
 	// closeTimeout bounds how long Close waits for the peer to take
 	// what was written before it disconnects.
 	closeTimeout = 5 * time.Second
@@ -90,6 +92,7 @@ type Conn struct {
 	remoteSGL      SGE    // the peer's target SGL
 	remoteSGE      uint32 // the slot our next grant goes to
 	peerOrder      binary.ByteOrder
+	targetIOMap    [ioMapSize]IOMap // the regions the peer mapped for us
 
 	// Send side.
 	sbuf           []byte
@@ -103,6 +106,8 @@ type Conn struct {
 	sqeAvail       int
 	ctrlSeqno      uint32
 	ctrlMaxSeqno   uint32
+	remoteIOMap    SGE         // the peer's iomap table
+	ioMaps         []*verbs.MR // our regions, by index in the peer's table
 
 	// Reused for every post and poll: no allocation per message.
 	wr      verbs.SendWR
@@ -145,7 +150,7 @@ func newConn(dev *verbs.Device, ref *cmRef) (*Conn, error) {
 	remote := verbs.AccessLocalWrite | verbs.AccessRemoteWrite
 	if c.rmr, err = c.pd.RegMR(c.rbuf, remote); err == nil {
 		if c.smr, err = c.pd.RegMR(c.sbuf, verbs.AccessLocalWrite); err == nil {
-			c.tmr, err = c.pd.RegMR(make([]byte, sglSize*SGELen), remote)
+			c.tmr, err = c.pd.RegMR(make([]byte, sglSize*SGELen+ioMapSize*IOMapLen), remote)
 		}
 	}
 	if err == nil {
@@ -173,10 +178,12 @@ func newConn(dev *verbs.Device, ref *cmRef) (*Conn, error) {
 // little-endian, so peers write our target SGL in that order.
 func (c *Conn) connData() []byte {
 	cd := ConnData{
-		Version:   Version,
-		Credits:   queueDepth,
-		TargetSGL: SGE{Addr: c.tmr.Addr(), Key: c.tmr.RKey(), Length: sglSize},
-		DataBuf:   SGE{Addr: c.rmr.Addr(), Key: c.rmr.RKey(), Length: recvBufSize / 2},
+		Version:         Version,
+		Flags:           FlagIOMap,
+		TargetIOMapSize: valueToScale(ioMapSize),
+		Credits:         queueDepth,
+		TargetSGL:       SGE{Addr: c.tmr.Addr(), Key: c.tmr.RKey(), Length: sglSize},
+		DataBuf:         SGE{Addr: c.rmr.Addr(), Key: c.rmr.RKey(), Length: recvBufSize / 2},
 	}
 	b := make([]byte, ConnDataLen)
 	cd.Encode(b)
@@ -195,6 +202,15 @@ func (c *Conn) established(rc *rdmacm.Conn, peer ConnData) {
 	c.peerOrder = sgeOrder(peer.Flags)
 	c.target[0] = peer.DataBuf
 	c.sseqComp = peer.Credits
+	if peer.Flags&FlagIOMap != 0 {
+		// The iomap table follows the target SGL (rs_save_conn_data).
+		c.remoteIOMap = SGE{
+			Addr:   peer.TargetSGL.Addr + SGELen*uint64(peer.TargetSGL.Length),
+			Key:    peer.TargetSGL.Key,
+			Length: uint32(scaleToValue(peer.TargetIOMapSize)),
+		}
+		c.ioMaps = make([]*verbs.MR, c.remoteIOMap.Length)
+	}
 	c.state = stConnRdWr
 	// Grant the second half of the ring now rather than at the first
 	// Read: a peer that only writes needs it.
@@ -326,32 +342,39 @@ func (c *Conn) canSend() bool {
 		c.sseqNo != c.sseqComp && c.target[c.targetSGE].Length != 0
 }
 
-// writeData sends p, len(p) == size, as one WRITE WITH IMMEDIATE into the
-// peer's ring (rs_write_data): inline when small, else through the send
-// ring, in two pieces where it wraps.
-func (c *Conn) writeData(p []byte, size int) error {
-	c.wr = verbs.SendWR{Opcode: verbs.WRWriteWithImm, Flags: verbs.SendSignaled}
+// fill sets c.wr up to send p, len(p) == size, as rsend and riowrite
+// do: inline when small, else copied into the send ring, in two pieces
+// where it wraps.
+func (c *Conn) fill(p []byte, size int, op verbs.WROpcode) {
+	c.wr = verbs.SendWR{Opcode: op, Flags: verbs.SendSignaled}
 	if size <= maxInline {
 		c.wr.Flags |= verbs.SendInline
 		c.wr.InlineData = p
-	} else {
-		lkey, base := c.smr.LKey(), c.smr.Addr()
-		if end := len(c.sbuf) - c.sbufPos; size <= end {
-			copy(c.sbuf[c.sbufPos:], p)
-			c.sgl[0] = verbs.SGE{Addr: base + uint64(c.sbufPos), Length: uint32(size), LKey: lkey}
-			c.wr.SGL = c.sgl[:1]
-			if c.sbufPos += size; c.sbufPos == len(c.sbuf) {
-				c.sbufPos = 0
-			}
-		} else {
-			copy(c.sbuf[c.sbufPos:], p[:end])
-			copy(c.sbuf, p[end:])
-			c.sgl[0] = verbs.SGE{Addr: base + uint64(c.sbufPos), Length: uint32(end), LKey: lkey}
-			c.sgl[1] = verbs.SGE{Addr: base, Length: uint32(size - end), LKey: lkey}
-			c.wr.SGL = c.sgl[:2]
-			c.sbufPos = size - end
-		}
+		return
 	}
+	lkey, base := c.smr.LKey(), c.smr.Addr()
+	if end := len(c.sbuf) - c.sbufPos; size <= end {
+		copy(c.sbuf[c.sbufPos:], p)
+		c.sgl[0] = verbs.SGE{Addr: base + uint64(c.sbufPos), Length: uint32(size), LKey: lkey}
+		c.wr.SGL = c.sgl[:1]
+		if c.sbufPos += size; c.sbufPos == len(c.sbuf) {
+			c.sbufPos = 0
+		}
+		return
+	}
+	end := len(c.sbuf) - c.sbufPos
+	copy(c.sbuf[c.sbufPos:], p[:end])
+	copy(c.sbuf, p[end:])
+	c.sgl[0] = verbs.SGE{Addr: base + uint64(c.sbufPos), Length: uint32(end), LKey: lkey}
+	c.sgl[1] = verbs.SGE{Addr: base, Length: uint32(size - end), LKey: lkey}
+	c.wr.SGL = c.sgl[:2]
+	c.sbufPos = size - end
+}
+
+// writeData sends p, len(p) == size, as one WRITE WITH IMMEDIATE into the
+// peer's ring (rs_write_data).
+func (c *Conn) writeData(p []byte, size int) error {
+	c.fill(p, size, verbs.WRWriteWithImm)
 	// Take the room before posting: the peer may grant the slot again
 	// the moment the data lands.
 	t := &c.target[c.targetSGE]
@@ -524,6 +547,13 @@ func (c *Conn) complete(wc *verbs.WC) bool {
 					c.state = 0
 				}
 			}
+		case OpIOMapSGL:
+			// The peer wrote a table entry (rs_send_iomaps); keep a copy
+			// for IOWrite.
+			if i := m.Data(); i < ioMapSize && wc.ByteLen >= IOMapLen {
+				off := sglSize*SGELen + int(i)*IOMapLen
+				c.targetIOMap[i] = DecodeIOMap(c.tmr.Buf()[off:], binary.LittleEndian)
+			}
 		case OpData:
 			c.rmsg[c.rmsgTail] = m.Data()
 			if c.rmsgTail++; c.rmsgTail == len(c.rmsg) {
@@ -541,7 +571,10 @@ func (c *Conn) complete(wc *verbs.WC) bool {
 		if Ctrl(m.Data()) == CtrlDisconnect {
 			c.state = 0
 		}
-	default:
+	case OpIOMapSGL:
+		c.sqeAvail++
+		c.sbufBytesAvail += IOMapLen
+	default: // data, and IOWrite's plain WRITEs
 		c.sqeAvail++
 		c.sbufBytesAvail += int(m.Data())
 	}

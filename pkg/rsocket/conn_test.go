@@ -318,3 +318,63 @@ func TestRedial(t *testing.T) {
 		}
 	}
 }
+
+// TestIOWrite maps a buffer on each side and writes into the other's
+// directly, a stream message saying when it is done (as riostream's
+// marker byte does).
+func TestIOWrite(t *testing.T) {
+	client, server := pair(t)
+	const size = 300 << 10
+	sbuf := make([]byte, size)
+	if off, err := server.IOMap(sbuf, 0); err != nil || off != 0 {
+		t.Fatalf("IOMap: %d, %v", off, err)
+	}
+	cbuf := make([]byte, 64)
+	if off, err := client.IOMap(cbuf, -1); err != nil || off == 0 {
+		t.Fatalf("IOMap -1: %d, %v", off, err)
+	}
+	src := make([]byte, size)
+	for i := range src {
+		src[i] = byte(i * 13)
+	}
+	// The first byte of a stream message follows the table entry.
+	done := make(chan error, 1)
+	go func() {
+		var b [4]byte
+		_, err := io.ReadFull(server, b[:])
+		done <- err
+	}()
+	if _, err := client.Write([]byte("sync")); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n, err := client.IOWrite(src[:size-100], 100); err != nil || n != size-100 {
+		t.Fatalf("IOWrite: %d, %v", n, err)
+	}
+	if n, err := client.IOWrite(src, size-10); !errors.Is(err, rsocket.ErrNotMapped) || n != 10 {
+		t.Errorf("IOWrite past the end: %d, %v", n, err)
+	}
+	if _, err := client.Write([]byte("done")); err != nil {
+		t.Fatal(err)
+	}
+	var b [4]byte
+	if _, err := io.ReadFull(server, b[:]); err != nil || string(b[:]) != "done" {
+		t.Fatalf("%q, %v", b, err)
+	}
+	if !bytes.Equal(sbuf[100:size-10], src[:size-110]) || !bytes.Equal(sbuf[size-10:], src[:10]) {
+		t.Error("mapped buffer differs")
+	}
+	// The server never read the region's bytes as stream data.
+	server.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+	if n, err := server.Read(b[:]); n != 0 || err == nil {
+		t.Errorf("stream had %d more bytes", n)
+	}
+	if err := server.IOUnmap(sbuf); err != nil {
+		t.Error(err)
+	}
+	if err := server.IOUnmap(sbuf); !errors.Is(err, rsocket.ErrNotMapped) {
+		t.Errorf("second IOUnmap: %v", err)
+	}
+}

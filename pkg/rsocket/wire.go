@@ -26,6 +26,10 @@ const (
 	// sender's target SGL; uroce offers none.
 	FlagIOMap = 1 << 1
 
+	// IOMapLen is the length of one struct rs_iomap in a target iomap
+	// table: the peer's offset for the region, then its SGE.
+	IOMapLen = 8 + SGELen
+
 	// sglSize is RS_SGL_SIZE: a receiver grants its ring in halves, and
 	// the sender's target SGL has one slot for each.
 	sglSize = 2
@@ -47,6 +51,7 @@ type Op uint8
 
 const (
 	OpData     Op = 0 // bytes written into the ring; data is their count
+	opWrite    Op = 2 // RS_OP_WRITE: a send WR's ID only, never on the wire
 	OpSGL      Op = 4 // credit update; data is the new send sequence limit
 	OpIOMapSGL Op = 6 // an iomap entry was written; data is its index
 	OpCtrl     Op = 7 // control; data is a Ctrl
@@ -201,4 +206,39 @@ func sgeOrder(peerFlags uint8) binary.ByteOrder {
 		return binary.BigEndian
 	}
 	return binary.LittleEndian
+}
+
+// IOMap is an entry of a target iomap table (struct rs_iomap): the
+// region a peer registered with riomap, and the offset it named it by.
+type IOMap struct {
+	Offset uint64
+	SGE    SGE
+}
+
+// Encode writes m into b (at least IOMapLen bytes) in the given order.
+func (m IOMap) Encode(b []byte, order binary.ByteOrder) {
+	order.PutUint64(b, m.Offset)
+	m.SGE.Encode(b[8:], order)
+}
+
+// DecodeIOMap reads an entry from b, which must hold IOMapLen bytes.
+func DecodeIOMap(b []byte, order binary.ByteOrder) IOMap {
+	return IOMap{Offset: order.Uint64(b), SGE: DecodeSGE(b[8:], order)}
+}
+
+// scaleToValue and valueToScale are rs_scale_to_value and
+// rs_value_to_scale for 8 bits: sizes up to 128 as they are, larger ones
+// as a multiple of 256 with the top bit set.
+func scaleToValue(v uint8) int {
+	if v <= 1<<7 {
+		return int(v)
+	}
+	return int(v&^(1<<7)) << 8
+}
+
+func valueToScale(v int) uint8 {
+	if v <= 1<<7 {
+		return uint8(v)
+	}
+	return uint8(1<<7 | v>>8)
 }

@@ -170,3 +170,26 @@ func FuzzMsg(f *testing.F) {
 		}
 	})
 }
+
+func TestIOMapEncoding(t *testing.T) {
+	m := IOMap{Offset: 0x1000, SGE: SGE{Addr: 0x7f0000001000, Key: 0x42, Length: 4096}}
+	b := make([]byte, IOMapLen)
+	m.Encode(b, binary.LittleEndian)
+	if want := "0010000000000000" + "00100000007f0000" + "42000000" + "00100000"; hex.EncodeToString(b) != want {
+		t.Errorf("%x, want %s", b, want)
+	}
+	if got := DecodeIOMap(b, binary.LittleEndian); got != m {
+		t.Errorf("decoded %+v", got)
+	}
+	for _, tc := range []struct {
+		value int
+		scale uint8
+	}{{0, 0}, {1, 1}, {8, 8}, {128, 128}, {256, 0x81}, {512, 0x82}, {0x7f00, 0xff}} {
+		if got := valueToScale(tc.value); got != tc.scale {
+			t.Errorf("valueToScale(%d) = %#x, want %#x", tc.value, got, tc.scale)
+		}
+		if got := scaleToValue(tc.scale); got != tc.value {
+			t.Errorf("scaleToValue(%#x) = %d, want %d", tc.scale, got, tc.value)
+		}
+	}
+}
