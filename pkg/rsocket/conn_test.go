@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/uroce/uroce/pkg/link/pipe"
+	"github.com/uroce/uroce/pkg/rdmacm"
 	"github.com/uroce/uroce/pkg/rsocket"
 	"github.com/uroce/uroce/verbs"
 )
@@ -376,5 +377,36 @@ func TestIOWrite(t *testing.T) {
 	}
 	if err := server.IOUnmap(sbuf); !errors.Is(err, rsocket.ErrNotMapped) {
 		t.Errorf("second IOUnmap: %v", err)
+	}
+}
+
+// TestDialErrors: nobody listening is a refusal, and a context that
+// expires first is a timeout, both net.Errors.
+func TestDialErrors(t *testing.T) {
+	la, lb := pipe.New(pipe.Config{})
+	da, db := verbs.Open(la), verbs.Open(lb)
+	defer da.Close()
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	l, err := rsocket.Listen(ctx, db, ":1") // keeps db's CM answering
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	_, err = rsocket.Dial(ctx, da, db.Addr().String()+":7471")
+	var ne net.Error
+	if !errors.As(err, &ne) || !errors.Is(err, rdmacm.ErrRefused) {
+		t.Errorf("dial to no listener: %v", err)
+	}
+	// A silent peer: the pipe's far end has no device.
+	lc, _ := pipe.New(pipe.Config{})
+	dc := verbs.Open(lc)
+	defer dc.Close()
+	short, cancel2 := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel2()
+	_, err = rsocket.Dial(short, dc, "10.0.0.2:7471")
+	if !errors.As(err, &ne) || !ne.Timeout() || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("dial to a silent peer: %v", err)
 	}
 }

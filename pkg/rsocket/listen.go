@@ -230,6 +230,9 @@ func Dial(ctx context.Context, dev *verbs.Device, addr string) (*Conn, error) {
 	if err != nil {
 		c.free()
 		ref.release()
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = timeoutError{err} // net.OpError asks its Err itself
+		}
 		return nil, &net.OpError{Op: "dial", Net: network, Addr: raddr, Err: err}
 	}
 	peer, err := ParseConnData(rc.PrivateData())
@@ -242,3 +245,10 @@ func Dial(ctx context.Context, dev *verbs.Device, addr string) (*Conn, error) {
 	c.established(rc, peer)
 	return c, nil
 }
+
+// timeoutError marks an error as a timeout for net.Error.
+type timeoutError struct{ error }
+
+func (timeoutError) Timeout() bool   { return true }
+func (timeoutError) Temporary() bool { return true }
+func (e timeoutError) Unwrap() error { return e.error }
