@@ -1,7 +1,8 @@
 // Package rsocket gives Go programs librdmacm's rsockets: byte streams
-// over RC queue pairs, as a net.Listener and a net.Conn, that a C program
-// using rsocket(7) (rstream, riostream, or anything under the rsocket
-// preload library) on rxe or a ConnectX host accepts and connects to.
+// over RC queue pairs, as a net.Listener and a net.Conn, speaking
+// rsocket.c's protocol so that a C program using rsocket(7) on rxe or a
+// ConnectX host can be the other end (the lab runs rdma-core's rstream
+// and riostream against it).
 //
 // Listen and Dial set the connection up through the device's rdma_cm
 // (package rdmacm), with rsocket's connect message in the private data:

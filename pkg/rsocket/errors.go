@@ -19,6 +19,17 @@ var (
 	ErrShutdown = syscall.EPIPE
 	// ErrProtocol means the peer's connect message was not rsocket's.
 	ErrProtocol = errors.New("rsocket: peer does not speak rsocket")
+	// ErrShort and ErrVersion are ParseConnData's: private data too
+	// short for a connect message, or not version 1.
+	ErrShort   = errors.New("rsocket: connect message too short")
+	ErrVersion = errors.New("rsocket: unsupported connect message version")
+	// ErrNoIOMap means IOMap found no free slot in the peer's iomap
+	// table, or the peer offers none.
+	ErrNoIOMap = errors.New("rsocket: no free slot in the peer's iomap table")
+	// ErrNotMapped means IOWrite's offset is in no region the peer
+	// mapped (riowrite writes nothing then), or IOUnmap's buffer is not
+	// mapped.
+	ErrNotMapped = errors.New("rsocket: offset not mapped by the peer")
 )
 
 // opError wraps err for op on c as the net package does.

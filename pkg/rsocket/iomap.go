@@ -8,15 +8,6 @@ import (
 	"github.com/uroce/uroce/verbs"
 )
 
-// Errors of the iomap calls.
-var (
-	// ErrNoIOMap means the peer offers no iomap table, or it is full.
-	ErrNoIOMap = errors.New("rsocket: no free slot in the peer's iomap table")
-	// ErrNotMapped means IOWrite's offset is in no region the peer
-	// mapped (riowrite writes nothing then).
-	ErrNotMapped = errors.New("rsocket: offset not mapped by the peer")
-)
-
 // IOMap registers buf so that the peer can IOWrite (riowrite) into it
 // directly, by RDMA WRITE with no message, at offsets from offset to
 // offset+len(buf) (riomap with PROT_WRITE); an offset of -1 means buf's

@@ -2,7 +2,6 @@ package rsocket
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 )
 
@@ -156,12 +155,6 @@ type ConnData struct {
 	// DataBuf is the first half of the sender's receive ring.
 	DataBuf SGE
 }
-
-// Errors of the parsers.
-var (
-	ErrShort   = errors.New("rsocket: connect message too short")
-	ErrVersion = errors.New("rsocket: unsupported connect message version")
-)
 
 // Encode writes c into b (at least ConnDataLen bytes).
 func (c *ConnData) Encode(b []byte) {
