@@ -8,11 +8,13 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/netip"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/uroce/uroce/pkg/link/pipe"
+	"github.com/uroce/uroce/pkg/link/udp"
 	"github.com/uroce/uroce/pkg/rdmacm"
 	"github.com/uroce/uroce/pkg/rsocket"
 	"github.com/uroce/uroce/verbs"
@@ -22,7 +24,13 @@ import (
 func pair(t testing.TB) (client, server *rsocket.Conn) {
 	t.Helper()
 	la, lb := pipe.New(pipe.Config{Buffers: 4096})
-	da, db := verbs.Open(la), verbs.Open(lb)
+	return connect(t, verbs.Open(la), verbs.Open(lb))
+}
+
+// connect makes a stream from da to db, and closes both devices after
+// the test.
+func connect(t testing.TB, da, db *verbs.Device) (client, server *rsocket.Conn) {
+	t.Helper()
 	t.Cleanup(func() { da.Close(); db.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -240,35 +248,89 @@ func TestCloseUnblocks(t *testing.T) {
 }
 
 // BenchmarkPingPong sends a message and waits for its echo, each side a
-// Read and a Write per message.
+// Read and a Write per message: over the in-memory pipe link, over the
+// kernel's UDP loopback (the default backend), and, for scale, a TCP
+// net.Conn on loopback doing the same.
 func BenchmarkPingPong(b *testing.B) {
-	for _, size := range []int{64, 4096} {
-		b.Run(byteSize(size), func(b *testing.B) {
-			client, server := pair(b)
-			go func() {
-				buf := make([]byte, size)
-				for {
-					if _, err := io.ReadFull(server, buf); err != nil {
-						return
-					}
-					if _, err := server.Write(buf); err != nil {
-						return
-					}
+	for _, link := range []string{"pipe", "udp", "tcp"} {
+		for _, size := range []int{64, 4096} {
+			b.Run(link+"/"+byteSize(size), func(b *testing.B) {
+				var client, server net.Conn
+				switch link {
+				case "pipe":
+					client, server = pair(b)
+				case "udp":
+					client, server = udpPair(b)
+				case "tcp":
+					client, server = tcpPair(b)
 				}
-			}()
-			buf := make([]byte, size)
-			b.ReportAllocs()
-			b.SetBytes(int64(size))
-			for b.Loop() {
-				if _, err := client.Write(buf); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := io.ReadFull(client, buf); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+				pingPong(b, client, server, size)
+			})
+		}
 	}
+}
+
+func pingPong(b *testing.B, client, server net.Conn, size int) {
+	go func() {
+		buf := make([]byte, size)
+		for {
+			if _, err := io.ReadFull(server, buf); err != nil {
+				return
+			}
+			if _, err := server.Write(buf); err != nil {
+				return
+			}
+		}
+	}()
+	buf := make([]byte, size)
+	b.ReportAllocs()
+	b.SetBytes(int64(size))
+	for b.Loop() {
+		if _, err := client.Write(buf); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.ReadFull(client, buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// udpPair is pair over the kernel UDP backend on 127.0.0.1 and
+// 127.0.0.2, sharing a free port.
+func udpPair(b *testing.B) (client, server *rsocket.Conn) {
+	pc, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	port := uint16(pc.LocalAddr().(*net.UDPAddr).Port)
+	pc.Close()
+	open := func(a string) *verbs.Device {
+		l, err := udp.Open(udp.Config{Addr: netip.MustParseAddr(a), Port: port})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return verbs.Open(l)
+	}
+	return connect(b, open("127.0.0.1"), open("127.0.0.2"))
+}
+
+func tcpPair(b *testing.B) (client, server net.Conn) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := l.Accept()
+		accepted <- c
+	}()
+	if client, err = net.Dial("tcp", l.Addr().String()); err != nil {
+		b.Fatal(err)
+	}
+	server = <-accepted
+	b.Cleanup(func() { client.Close(); server.Close() })
+	return client, server
 }
 
 func byteSize(n int) string { return fmt.Sprintf("%dB", n) }
