@@ -23,8 +23,10 @@ const (
 	// ioMapSize is how many regions a peer may riomap toward us.
 	ioMapSize = 8
 	// closeTimeout bounds how long Close waits for the peer to take
-	// what was written before it disconnects.
-	closeTimeout = 5 * time.Second
+	// what was written before it disconnects. rclose waits without a
+	// bound; a lossy path's retransmissions can take seconds, and a
+	// dead peer ends the wait sooner (retries exhausted).
+	closeTimeout = 30 * time.Second
 )
 
 // State bits (rsocket.c's rs_connected, rs_readable, rs_writable).
@@ -669,7 +671,7 @@ func (c *Conn) CloseWrite() error {
 
 // Close ends the stream gracefully: calls blocked in Read or Write return
 // net.ErrClosed, the peer gets rsocket's disconnect after the data
-// already written (waiting up to 5 s for it to land), then the CM's
+// already written (waiting up to 30 s for it to land), then the CM's
 // DREQ. Close returns once the peer answers it.
 func (c *Conn) Close() error {
 	first := false

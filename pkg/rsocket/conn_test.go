@@ -15,6 +15,7 @@ import (
 
 	"github.com/uroce/uroce/pkg/link/pipe"
 	"github.com/uroce/uroce/pkg/link/udp"
+	"github.com/uroce/uroce/pkg/netem"
 	"github.com/uroce/uroce/pkg/rdmacm"
 	"github.com/uroce/uroce/pkg/rsocket"
 	"github.com/uroce/uroce/verbs"
@@ -198,7 +199,7 @@ func TestCloseWrite(t *testing.T) {
 // reads every byte, then io.EOF.
 func TestCloseInFlight(t *testing.T) {
 	client, server := pair(t)
-	const size = 1 << 20
+	const size = 256 << 10
 	src := make([]byte, size)
 	for i := range src {
 		src[i] = byte(i)
@@ -470,5 +471,38 @@ func TestDialErrors(t *testing.T) {
 	_, err = rsocket.Dial(short, dc, "10.0.0.2:7471")
 	if !errors.As(err, &ne) || !ne.Timeout() || !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("dial to a silent peer: %v", err)
+	}
+}
+
+// TestLossy copies both ways over a pipe that drops, duplicates and
+// reorders packets (CM MADs too): RC's retransmission keeps the stream
+// whole, and Close still hands over what was in flight.
+func TestLossy(t *testing.T) {
+	f := netem.Faults{Drop: 0.01, Duplicate: 0.005, Reorder: 0.01}
+	la, lb := pipe.New(pipe.Config{Buffers: 4096, Seed: 7, AtoB: f, BtoA: f})
+	client, server := connect(t, verbs.Open(la), verbs.Open(lb))
+	const size = 256 << 10
+	src := make([]byte, size)
+	for i := range src {
+		src[i] = byte(i*7 + i>>11)
+	}
+	go func() {
+		io.Copy(server, server)
+		server.Close()
+	}()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := client.Write(src)
+		errc <- errors.Join(err, client.CloseWrite())
+	}()
+	got, err := io.ReadAll(client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, src) {
+		t.Fatalf("got %d bytes back, want %d equal", len(got), size)
 	}
 }
