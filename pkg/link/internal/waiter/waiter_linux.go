@@ -2,6 +2,7 @@ package waiter
 
 import (
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -22,6 +23,13 @@ type Waiter struct {
 	efd    int
 	pfd    []unix.PollFd // the link's descriptors, then the eventfd
 	out    [2]unix.PollFd
+	// wakers counts Wakes in progress and freed says Free has begun: a
+	// Wake that finds freed set writes nothing, and Free closes the
+	// eventfd only once no Wake is left that could still write to it.
+	// Without them a Wake racing Close wrote to a closed descriptor,
+	// whose number the process may already have given to another file.
+	wakers atomic.Int32
+	freed  atomic.Bool
 }
 
 // New makes a Waiter whose Wait watches fds for input; PollOut watches
@@ -99,6 +107,10 @@ func (w *Waiter) wake() {
 // Free closes the eventfd. Call it last, from the function given to Close
 // or when the link fails to open.
 func (w *Waiter) Free() {
+	w.freed.Store(true)
+	for w.wakers.Load() != 0 {
+		runtime.Gosched() // a Wake is between its check and its write
+	}
 	if w.efd >= 0 {
 		unix.Close(w.efd)
 		w.efd = -1
@@ -136,7 +148,13 @@ func (w *Waiter) Wait(timeout time.Duration) (closed bool, err error) {
 
 // Wake ends the owner's Wait in progress, or else its next one; any
 // goroutine may call it.
-func (w *Waiter) Wake() { w.wake() }
+func (w *Waiter) Wake() {
+	w.wakers.Add(1)
+	if !w.freed.Load() {
+		w.wake()
+	}
+	w.wakers.Add(-1)
+}
 
 // PollOut waits up to d for room to send on the first descriptor and
 // reports whether there is some; Close cuts the wait short.

@@ -174,3 +174,45 @@ func TestWakeEndsOneWait(t *testing.T) {
 		t.Fatalf("Wait after two Wakes: %v %v", closed, err)
 	}
 }
+
+// TestWakeDuringClose: Wakes from other goroutines race Close. None may
+// write to the eventfd once Free has closed it: the process reuses the
+// number at once, here for a pipe, whose reader would get the Wake's
+// eight bytes.
+func TestWakeDuringClose(t *testing.T) {
+	for range 50 {
+		w, _ := newT(t)
+		var wg sync.WaitGroup
+		stop := make(chan struct{})
+		for range 2 {
+			wg.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+						w.Wake()
+					}
+				}
+			})
+		}
+		var p [2]int
+		w.Close(func() {
+			w.Free()
+			// The eventfd's number, free now, goes to this pipe.
+			if err := unix.Pipe2(p[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
+				t.Error(err)
+			}
+		})
+		time.Sleep(100 * time.Microsecond)
+		close(stop)
+		wg.Wait()
+		var buf [64]byte
+		n, _ := unix.Read(p[0], buf[:])
+		unix.Close(p[0])
+		unix.Close(p[1])
+		if n > 0 {
+			t.Fatalf("%d bytes of Wakes written after Free, into the descriptor's next owner", n)
+		}
+	}
+}
