@@ -179,7 +179,7 @@ type flowRun struct {
 
 const flowArea = 128 << 10
 
-func newFlowRun(t *testing.T, nflows int, faults netem.Faults, cfg *cc.Config, seed uint64) *flowRun {
+func newFlowRun(t testing.TB, nflows int, faults netem.Faults, cfg *cc.Config, seed uint64) *flowRun {
 	pc := pairConfig{mtu: 1024, retry: 7, rnrRetry: 7, mem: nflows * flowArea, faults: faults, seed: seed, timeout: 14, rdAtomic: 16}
 	p := newPair(t, pc)
 	r := &flowRun{p: p}
@@ -223,7 +223,7 @@ func newFlowRun(t *testing.T, nflows int, faults netem.Faults, cfg *cc.Config, s
 
 // run drives the flows until the clock reaches until, counting bytes
 // completed from from on.
-func (r *flowRun) run(t *testing.T, from, until time.Time) {
+func (r *flowRun) run(t testing.TB, from, until time.Time) {
 	t.Helper()
 	p := r.p
 	for p.now.Before(until) {
