@@ -271,9 +271,9 @@ type floodResult struct {
 func (r floodResult) String() string {
 	q50, q99 := percentile(r.quiet, .5), percentile(r.quiet, .99)
 	f50, f99 := percentile(r.flooded, .5), percentile(r.flooded, .99)
-	return fmt.Sprintf("quiet p50 %v p99 %v; flooded at %.0f packets/s: p50 %v (%.2fx) p99 %v (%.2fx); %d sent, %d refused by uroce, %d dropped by the kernel",
+	return fmt.Sprintf("quiet p50 %v p99 %v; flooded at %.0f packets/s: p50 %v (%.2fx) p99 %v (%.2fx); %d sent, %d refused by uroce, %d dropped by the kernel where counted, %d elsewhere",
 		q50, q99, float64(r.sent)/r.elapsed.Seconds(), f50, float64(f50)/float64(q50), f99, float64(f99)/float64(q99),
-		r.sent, r.rejected, r.kernel)
+		r.sent, r.rejected, r.kernel, max(0, int64(r.sent)-int64(r.rejected+r.kernel)))
 }
 
 // runFlood measures write round trips quiet, then under a flood from C at
@@ -321,13 +321,16 @@ func runFlood(t testing.TB, n *floodNet, iters, perSec int) floodResult {
 	// The kernel's drops may include some of A's packets (the counters
 	// do not say whose), so only a run the kernel dropped nothing of is
 	// held to an exact sum.
-	if got := res.rejected + res.kernel; got < res.sent || res.rejected > res.sent || res.kernel == 0 && got != res.sent {
+	// Flat out (perSec 0), the kernel also drops where no counter of
+	// the namespaces says (a neighbour queue, a CPU's backlog), so only
+	// a paced flood is held to the sum; any flood to nothing accepted.
+	if got := res.rejected + res.kernel; res.rejected > res.sent || perSec > 0 && (got < res.sent || res.kernel == 0 && got != res.sent) {
 		t.Errorf("the attacker sent %d packets; uroce refused %d and the kernel dropped %d",
 			res.sent, res.rejected, res.kernel)
 	}
 	// V's QP took A's packets, a WRITE each and any retransmission,
 	// and no other: all of them when the kernel dropped none.
-	if rx, tx := n.victm.d.Counters().RxPackets-rx0, n.client.d.Counters().TxPackets-tx0; rx > tx || res.kernel == 0 && rx != tx {
+	if rx, tx := n.victm.d.Counters().RxPackets-rx0, n.client.d.Counters().TxPackets-tx0; rx > tx || perSec > 0 && res.kernel == 0 && rx != tx {
 		t.Errorf("V's QP received %d packets during the flood, A sent %d (the kernel dropped %d)", rx, tx, res.kernel)
 	}
 	// V's region holds A's last WRITEs, and nothing else moved.
