@@ -38,6 +38,7 @@ type Device struct {
 	free     *ring[uint32] // request slots not in use
 	reqs     []request
 	waiters  atomic.Int32  // inline Waits blocked until the engine is free
+	sleeping atomic.Bool   // the owner is (about to be) asleep in the link
 	released chan struct{} // capacity 1: the engine came free
 	closed   atomic.Bool
 	done     chan struct{} // closed by Close

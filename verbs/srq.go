@@ -146,9 +146,7 @@ func (d *Device) GetAsyncEvent(ctx context.Context) (AsyncEvent, error) {
 			d.runHandedOver()
 			d.receiveAndRun()
 			if len(d.events) == 0 {
-				if w := d.waitTime(inlineWait); w > 0 {
-					d.l.Wait(w)
-				}
+				d.sleep(inlineWait)
 			}
 			return nil
 		})
