@@ -111,11 +111,12 @@ func (c *CQ) Poll(wc []WC) int {
 // mode the waiting goroutine drives the engine and sleeps in the link
 // while no one else does.
 //
-// On a started device it first spins, polling the CQ's ring, for as long
-// as recent Waits on this CQ took, if they took less than a park and
-// wake-up costs (spin.go), and then parks until the device's goroutine
-// delivers: a CQ that completes within µs of each Wait is answered at once,
-// one that waits for a client's next request costs no CPU.
+// On a started device it first spins, polling the CQ's ring, for about
+// twice what recent Waits on this CQ took, at most 50 µs, and only while
+// at least half of them ended within 75 µs (spin.go); then it parks until
+// the device's goroutine delivers. A CQ whose completions follow each
+// post within µs is answered without a wake-up; one that waits for a
+// client's next request parks at once and costs no CPU.
 func (c *CQ) Wait(ctx context.Context, wc []WC) (int, error) {
 	d := c.d
 	var start time.Time
