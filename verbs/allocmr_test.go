@@ -15,7 +15,7 @@ import (
 // status, not a fault), and Close unmaps without touching anything.
 func TestAllocMR(t *testing.T) {
 	la, lb := pipe.New(pipe.Config{})
-	a, b := verbs.Open(la), verbs.Open(lb)
+	a, b := verbs.Open(la, verbs.Inline()), verbs.Open(lb, verbs.Inline())
 	defer a.Close()
 	defer b.Close()
 	const size = 100 << 10

@@ -62,7 +62,7 @@ type benchPair struct {
 
 func newBenchPair(tb testing.TB, kind string) *benchPair {
 	la, lb := linkPair(tb, kind, 1)
-	p := &benchPair{a: verbs.Open(la), b: verbs.Open(lb)}
+	p := &benchPair{a: verbs.Open(la, verbs.Inline()), b: verbs.Open(lb, verbs.Inline())}
 	tb.Cleanup(func() { p.a.Close(); p.b.Close() })
 	access := verbs.AccessLocalWrite | verbs.AccessRemoteWrite | verbs.AccessRemoteRead | verbs.AccessRemoteAtomic
 	setup := func(d *verbs.Device) (*verbs.QueuePair, *verbs.MR, *verbs.CQ) {

@@ -17,7 +17,7 @@ import (
 // device's Counters.
 func TestCC(t *testing.T) {
 	la, lb := pipe.New(pipe.Config{Seed: 1, AtoB: netem.Faults{Rate: 10e6, ECN: &netem.RED{Kmin: 0, Kmax: 0}}})
-	da, db := verbs.Open(la), verbs.Open(lb)
+	da, db := verbs.Open(la, verbs.Inline()), verbs.Open(lb, verbs.Inline())
 	t.Cleanup(func() { da.Close(); db.Close() })
 	if err := da.SetCC(cc.Config{Kind: 99}); !errors.Is(err, cc.ErrUnknownKind) {
 		t.Fatalf("SetCC of an unknown kind: %v, want cc.ErrUnknownKind", err)

@@ -3,7 +3,9 @@ package verbs
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync/atomic"
+	"time"
 
 	"github.com/uroce/uroce/qp"
 )
@@ -17,6 +19,7 @@ type CQ struct {
 	r        *ring[WC]
 	notify   chan struct{}
 	overflow atomic.Bool
+	spin     spinLimit // how long recent Waits took (started device)
 
 	// Owner only: the CQ is on d.dirty; completions taken from the
 	// engine's ring that did not fit into r yet.
@@ -107,10 +110,21 @@ func (c *CQ) Poll(wc []WC) int {
 // returns how many it moved, the context's error, or ErrClosed. In inline
 // mode the waiting goroutine drives the engine and sleeps in the link
 // while no one else does.
+//
+// On a started device it first spins, polling the CQ's ring, for about
+// twice what recent Waits on this CQ took, at most 50 µs, and only while
+// at least half of them ended within 75 µs (spin.go); then it parks until
+// the device's goroutine delivers. A CQ whose completions follow each
+// post within µs is answered without a wake-up; one that waits for a
+// client's next request parks at once and costs no CPU.
 func (c *CQ) Wait(ctx context.Context, wc []WC) (int, error) {
 	d := c.d
+	var start time.Time
 	for {
 		if n := c.Poll(wc); n > 0 {
+			if !start.IsZero() {
+				c.spin.record(time.Since(start))
+			}
 			return n, nil
 		}
 		if err := ctx.Err(); err != nil {
@@ -118,6 +132,12 @@ func (c *CQ) Wait(ctx context.Context, wc []WC) (int, error) {
 		}
 		if d.closed.Load() {
 			return 0, fmt.Errorf("wait: %w", ErrClosed)
+		}
+		if start.IsZero() {
+			start = time.Now()
+			if d.bg.Load() && c.spinFor(ctx, start) {
+				continue
+			}
 		}
 		owned, counted, err := d.ownOrCount(func() error { return c.sleep(ctx) })
 		if owned {
@@ -138,6 +158,26 @@ func (c *CQ) Wait(ctx context.Context, wc []WC) (int, error) {
 	}
 }
 
+// spinFor polls the ring for the budget that recent Waits earned and
+// reports whether it spun at all.
+func (c *CQ) spinFor(ctx context.Context, start time.Time) bool {
+	b := c.spin.budget()
+	if b == 0 {
+		return false
+	}
+	d := c.d
+	done := ctx.Done()
+	for c.r.empty() && time.Since(start) < b && !d.closed.Load() {
+		select {
+		case <-done:
+			return true
+		default:
+		}
+		runtime.Gosched()
+	}
+	return true
+}
+
 // sleep waits in the link as the engine's owner, unless there is work.
 func (c *CQ) sleep(ctx context.Context) error {
 	d := c.d
@@ -150,10 +190,7 @@ func (c *CQ) sleep(ctx context.Context) error {
 	if ctx.Done() != nil {
 		limit = inlineWait // the link cannot see ctx: look again soon
 	}
-	if w := d.waitTime(limit); w > 0 {
-		return d.l.Wait(w)
-	}
-	return nil
+	return d.sleep(limit)
 }
 
 // Overflowed reports whether a completion was lost for lack of room.

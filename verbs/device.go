@@ -38,6 +38,7 @@ type Device struct {
 	free     *ring[uint32] // request slots not in use
 	reqs     []request
 	waiters  atomic.Int32  // inline Waits blocked until the engine is free
+	sleeping atomic.Bool   // the owner is (about to be) asleep in the link
 	released chan struct{} // capacity 1: the engine came free
 	closed   atomic.Bool
 	done     chan struct{} // closed by Close
@@ -63,8 +64,38 @@ type Device struct {
 	linkDowned atomic.Uint64
 }
 
-// Open makes a device over a link, which it owns from now on.
-func Open(l link.Link) *Device {
+// Open makes a device over a link, which it owns from now on, and starts
+// the goroutine that drives its engine (Start): the device answers its
+// peers on its own, and CQ.Wait blocks until completions come. With the
+// Inline option the application drives it instead.
+func Open(l link.Link, opts ...Option) *Device {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	d := open(l)
+	if !o.inline {
+		d.Start()
+	}
+	return d
+}
+
+// An Option changes how Open, OpenAddr and OpenInterface make a device.
+type Option func(*options)
+
+type options struct{ inline bool }
+
+// Inline opens the device in inline mode, for programs that poll in a loop
+// of their own for the lowest latency (perftest's busy-polling, uroce-perf,
+// the benchmarks): the engine runs only inside the application's calls
+// (CQ.Poll, CQ.Wait, PostSend, ...), run to completion on the calling
+// goroutine with no hand-off. A device that nobody polls then answers no
+// one, not even with an ACK, so a program that waits on one device while
+// its peer in the same process sits unpolled waits until its context ends.
+// Start switches an inline device to background mode.
+func Inline() Option { return func(o *options) { o.inline = true } }
+
+func open(l link.Link) *Device {
 	d := &Device{l: l, e: qp.NewEngine(l), clock: time.Now}
 	// A UD QP's datagrams are at most the port's MTU (rxe's active_mtu),
 	// the largest path MTU the link carries.
@@ -79,20 +110,21 @@ func Open(l link.Link) *Device {
 }
 
 // OpenAddr opens a device on a local IP address with the default link
-// backend, link.Default: the kernel UDP socket, unprivileged. For another
-// backend, open its link with link.Open and the device with Open.
-func OpenAddr(addr netip.Addr) (*Device, error) {
+// backend, link.Default: the kernel UDP socket, unprivileged, started as
+// Open starts it unless opts say Inline. For another backend, open its
+// link with link.Open and the device with Open.
+func OpenAddr(addr netip.Addr, opts ...Option) (*Device, error) {
 	l, err := link.Open(link.Default, link.Config{Addr: addr})
 	if err != nil {
 		return nil, fmt.Errorf("open %v: %w", addr, err)
 	}
-	return Open(l), nil
+	return Open(l, opts...), nil
 }
 
 // OpenInterface opens a device on the first IPv4 (else IPv6 global)
 // address of a network interface, with the default backend. It returns
-// ErrNoAddr when the interface has none.
-func OpenInterface(name string) (*Device, error) {
+// ErrNoAddr when the interface has none. Opts are Open's.
+func OpenInterface(name string, opts ...Option) (*Device, error) {
 	ifi, err := net.InterfaceByName(name)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", name, err)
@@ -119,12 +151,15 @@ func OpenInterface(name string) (*Device, error) {
 	if !pick.IsValid() {
 		return nil, fmt.Errorf("open %s: %w", name, ErrNoAddr)
 	}
-	return OpenAddr(pick)
+	return OpenAddr(pick, opts...)
 }
 
 // SetClock replaces the device's time source (for simulations with a fake
-// clock). Call it before any traffic.
-func (d *Device) SetClock(now func() time.Time) { d.clock = now }
+// clock). Call it before any traffic. It is set by the engine's owner,
+// the only reader, so it is safe on a started device too.
+func (d *Device) SetClock(now func() time.Time) {
+	d.withEngine(func() error { d.clock = now; return nil })
+}
 
 // Link returns the device's link. Its Info may be read at any time; the
 // rest of it belongs to the device's engine loop (see package link): read
@@ -183,7 +218,8 @@ func (d *Device) Counters() Counters {
 
 // Start drives the engine from a background goroutine until Close, for
 // applications that block in Wait rather than poll. From then on every
-// call hands its work to that goroutine.
+// call hands its work to that goroutine. Open starts it already; Start is
+// for a device opened Inline, and does nothing on a started one.
 func (d *Device) Start() {
 	d.startMu.Lock()
 	defer d.startMu.Unlock()

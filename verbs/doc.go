@@ -13,15 +13,33 @@
 // reporting EventPortErr each time it goes down and EventPortActive when
 // it is back.
 //
+// A program in outline (the package example is the whole of it, and runs
+// as a test):
+//
+//	la, lb := pipe.New(pipe.Config{}) // or verbs.OpenAddr on a local address
+//	client, server := verbs.Open(la), verbs.Open(lb)
+//	// On each: pd := d.AllocPD(); cq := d.CreateCQ(16)
+//	// qp, _ := pd.CreateQP(&verbs.QPInit{SendCQ: cq, RecvCQ: cq, Cap: verbs.QPCap{MaxSendWR: 16, MaxRecvWR: 16}})
+//	// mr, _ := pd.RegMR(buf, verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
+//	cqp.Connect(sqp.Endpoint(200), verbs.ConnectOptions{PSN: 100}) // and sqp.Connect(cqp.Endpoint(100), ...)
+//	sqp.PostRecv(&verbs.RecvWR{ID: 1, SGL: []verbs.SGE{smr.SGE(0, 64)}})
+//	cqp.PostSend(&verbs.SendWR{ID: 10, Opcode: verbs.WRSend, Flags: verbs.SendSignaled, SGL: []verbs.SGE{cmr.SGE(0, 7)}})
+//	cqp.PostSend(&verbs.SendWR{ID: 11, Opcode: verbs.WRWrite, Flags: verbs.SendSignaled,
+//		SGL: []verbs.SGE{cmr.SGE(100, 7)}, RemoteAddr: smr.Addr() + 100, RKey: smr.RKey()})
+//	n, err := ccq.Wait(ctx, wc) // the completions, into wc []verbs.WC
+//
 // Data moves like this. PostSend hands a SendWR to the device's transport
 // engine (package qp), which copies it into the QP's send queue and, in the
 // same call, builds and sends the packets it may send now. Packets that
-// arrive are read from the link and fed to the engine by whoever drives it:
-// in the default inline mode that is the application itself, inside
-// CQ.Poll and CQ.Wait (run-to-completion: no goroutine hand-off, lowest
-// latency); after Device.Start a background goroutine does it, for
-// applications that block. Completions come out of CQ.Poll into a caller's
-// slice, with no allocation.
+// arrive are read from the link and fed to the engine by whoever drives it.
+// By default that is the device's own goroutine, started by Open: the
+// device answers its peers whether or not the application calls it, and
+// CQ.Wait blocks until completions come. A device opened with the Inline
+// option is driven by the application itself, inside CQ.Poll and CQ.Wait
+// (run-to-completion: no goroutine hand-off, lowest latency, as perftest's
+// busy-polling loops want); it answers no peer while nobody polls it.
+// Completions come out of CQ.Poll into a caller's slice, with no
+// allocation.
 //
 // Every method is safe for concurrent use, yet the engine and the link
 // have one owner at a time and no lock guards them: the owner is whoever
@@ -29,14 +47,14 @@
 // call that finds the engine free takes it, runs the engine to completion
 // and lets go, so a PostSend-then-Poll loop on one goroutine never hands
 // off or allocates. A call that finds the engine taken (by another
-// goroutine, or by the background goroutine after Start) copies its work
-// request into a request slot, pushes it on a lock-free ring, wakes the
-// owner's link Wait (link.Waker) and waits for the verdict; the owner runs
-// handed-over requests before it sleeps and before it lets go.
-// Completions travel the other way through each CQ's own lock-free ring,
-// which any number of goroutines may poll. The background goroutine polls
-// for a few idle rounds after work before it sleeps in the link; a link
-// that cannot be woken (no link.Waker) is polled every 50 µs instead.
+// goroutine, or by the device's goroutine) copies its work request into a
+// request slot, pushes it on a lock-free ring, wakes the owner's link Wait
+// (link.Waker) and waits for the verdict; the owner runs handed-over
+// requests before it sleeps and before it lets go. Completions travel the
+// other way through each CQ's own lock-free ring, which any number of
+// goroutines may poll. The device's goroutine polls for a few idle rounds
+// after work before it sleeps in the link; a link that cannot be woken (no
+// link.Waker) is polled every 50 µs instead.
 //
 // What an operator watches comes out of the same objects: Counters on a
 // QueuePair and a Device (rxe's hw_counters meanings; package metrics

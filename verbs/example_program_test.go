@@ -26,10 +26,9 @@ func Example() {
 	client, server := verbs.Open(la), verbs.Open(lb)
 	defer client.Close()
 	defer server.Close()
-	// Background mode: each device's goroutine drives its engine, so
-	// CQ.Wait can block. Without Start, Poll and Wait drive it inline.
-	client.Start()
-	server.Start()
+	// Each device's own goroutine drives its engine: the server answers
+	// the client with no call of the program's, and CQ.Wait blocks.
+	// (Opened with verbs.Inline, the program would drive both itself.)
 
 	type side struct {
 		qp *verbs.QueuePair

@@ -12,7 +12,7 @@ import (
 // one QP on each; their region is 64 KiB with every access.
 func connectedPair() (a, b *verbs.Device, qa, qb *verbs.QueuePair, ma, mb *verbs.MR, ca, cb *verbs.CQ) {
 	la, lb := pipe.New(pipe.Config{})
-	a, b = verbs.Open(la), verbs.Open(lb)
+	a, b = verbs.Open(la, verbs.Inline()), verbs.Open(lb, verbs.Inline())
 	setup := func(d *verbs.Device) (*verbs.QueuePair, *verbs.MR, *verbs.CQ) {
 		pd := d.AllocPD()
 		cq := d.CreateCQ(64)
@@ -100,8 +100,8 @@ func ExampleCQ_Wait() {
 	a, b, qa, _, ma, mb, ca, _ := connectedPair()
 	defer a.Close()
 	defer b.Close()
-	// Background mode: each device's goroutine drives its engine, so the
-	// application can block.
+	// connectedPair opened the devices Inline; Start gives them the
+	// goroutine that Open starts by default, so the application can block.
 	a.Start()
 	b.Start()
 	binary := mb.Buf()

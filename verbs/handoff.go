@@ -54,14 +54,23 @@ const numRequests = 256
 // Idle bounds on a sleeping owner's link Wait. A link that is a
 // link.Waker is woken by every hand-over, so the bound only matters for
 // context cancellation in an inline Wait; others are polled at pollWait.
+// bgWait is long because each sleep costs more than its own wake-up: the
+// link's Wait is a system call that holds its P, and after the runtime's
+// monitor takes the P back it polls every 20 µs for a while (about 60
+// wake-ups a sleep); at 100 ms, two idle devices cost 2 % of a core in
+// context switches (TestIdleCPU).
 const (
-	bgWait     = 100 * time.Millisecond
+	bgWait     = time.Second
 	inlineWait = time.Millisecond
 	pollWait   = 50 * time.Microsecond
 )
 
 // bgSpin is how many idle rounds the background goroutine polls before it
-// sleeps in the link.
+// sleeps in the link. A bound learnt from the gaps between packets, as
+// CQ.Wait's is (spin.go), measured no better (issue 14, BENCHMARKS.md):
+// with three goroutines (the caller's and both devices') on two shared
+// cores, the longer spins it chose when traffic was brisk took the
+// processor from the peer's goroutine.
 const bgSpin = 32
 
 func (d *Device) initOwner() {
@@ -202,7 +211,10 @@ func (d *Device) waitTime(limit time.Duration) time.Duration {
 func (d *Device) handOver(i uint32) error {
 	r := &d.reqs[i]
 	d.sub.push(&i) // cannot fail: the ring holds every slot
-	if d.wake != nil {
+	// An owner that is not asleep in the link looks at d.sub before it
+	// goes to sleep (after it says so in d.sleeping), so only a sleeping
+	// one needs the wake's system call.
+	if d.wake != nil && d.sleeping.Load() {
 		d.wake()
 	}
 	for spin := 0; ; spin++ {
@@ -310,15 +322,30 @@ func (d *Device) loop(done chan struct{}) {
 			runtime.Gosched()
 			continue
 		}
-		if w := d.waitTime(bgWait); w > 0 {
-			if err := d.l.Wait(w); err != nil {
-				break
-			}
+		if err := d.sleep(bgWait); err != nil {
+			break
 		}
 	}
 	d.runHandedOver()
 	d.starting.Store(false) // callers after Close run their calls themselves
 	d.letGo()
+}
+
+// sleep waits in the link as the engine's owner for at most limit, unless
+// there is work; d.sleeping tells posters that it needs a wake.
+func (d *Device) sleep(limit time.Duration) error {
+	// The link's Wait is a system call that keeps this goroutine's P: a
+	// goroutine it readied (a Wait's notify, a poster's done) would wait
+	// for the runtime's monitor to take the P back, up to milliseconds on
+	// an idle process. Let it run first.
+	runtime.Gosched()
+	d.sleeping.Store(true)
+	var err error
+	if w := d.waitTime(limit); w > 0 {
+		err = d.l.Wait(w)
+	}
+	d.sleeping.Store(false)
+	return err
 }
 
 // postRecv posts wr to q's receive queue, or to srq when q is nil: at once

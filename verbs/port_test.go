@@ -71,7 +71,7 @@ func TestPortState(t *testing.T) {
 	}{
 		{"udp", func(p *netns.Pair) (*verbs.Device, error) {
 			a, _ := p.Addr(4)
-			return verbs.OpenAddr(a)
+			return verbs.OpenAddr(a, verbs.Inline())
 		}},
 		{"afpacket", func(p *netns.Pair) (*verbs.Device, error) {
 			a, _ := p.Addr(4)
@@ -79,7 +79,7 @@ func TestPortState(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
-			return verbs.Open(l), nil
+			return verbs.Open(l, verbs.Inline()), nil
 		}},
 	}
 	for _, b := range backends {
@@ -184,7 +184,7 @@ func TestPortNoNetdev(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range []*verbs.Device{verbs.Open(la), verbs.Open(lb), verbs.Open(lu)} {
+	for _, d := range []*verbs.Device{verbs.Open(la, verbs.Inline()), verbs.Open(lb, verbs.Inline()), verbs.Open(lu, verbs.Inline())} {
 		a := d.QueryPort()
 		if a.State != verbs.PortActive || a.Netdev != "" {
 			t.Errorf("%s: QueryPort = %+v, want active with no netdev", d.Link().Info().Kind, a)
@@ -226,11 +226,11 @@ func TestPortDownKeepsQPs(t *testing.T) {
 	p := netns.NewPair(t, netns.PairConfig{})
 	a4, b4 := p.Addr(4)
 	var da, db *verbs.Device
-	if err := p.A.NS.Do(func() (err error) { da, err = verbs.OpenAddr(a4); return err }); err != nil {
+	if err := p.A.NS.Do(func() (err error) { da, err = verbs.OpenAddr(a4, verbs.Inline()); return err }); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { da.Close() })
-	if err := p.B.NS.Do(func() (err error) { db, err = verbs.OpenAddr(b4); return err }); err != nil {
+	if err := p.B.NS.Do(func() (err error) { db, err = verbs.OpenAddr(b4, verbs.Inline()); return err }); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })

@@ -11,7 +11,7 @@ import (
 // PSN is kept.
 func TestDefaultPSN(t *testing.T) {
 	la, lb := pipe.New(pipe.Config{})
-	a, b := Open(la), Open(lb)
+	a, b := Open(la, Inline()), Open(lb, Inline())
 	defer a.Close()
 	defer b.Close()
 	mk := func(d *Device) *QueuePair {

@@ -7,13 +7,42 @@ import (
 	"github.com/uroce/uroce/qp"
 )
 
-// The SRQ and event types are the engine's.
-type (
-	SRQAttr        = qp.SRQAttr
-	SRQAttrMask    = qp.SRQAttrMask
-	SRQCounters    = qp.SRQCounters
-	AsyncEventType = qp.AsyncEventType
-)
+// The SRQ and event types are the engine's (package qp); their constants
+// are in types.go.
+
+// SRQAttr are an SRQ's attributes (ibv_srq_attr) for SRQ.Modify and Query,
+// with an SRQAttrMask (SRQMaxWR, SRQLimit): the engine's own struct (package
+// qp). Its fields:
+//
+//	struct {
+//		MaxWR  int
+//		MaxSGE int
+//		// Limit is the armed limit: when a WQE is taken and fewer than
+//		// Limit remain, the engine raises EventSRQLimitReached once and
+//		// disarms it (Limit becomes 0; IBA 10.2.9.2, 11.6.3). 0 is disarmed.
+//		Limit int
+//	}
+type SRQAttr = qp.SRQAttr
+
+// SRQAttrMask names the SRQAttr fields SRQ.Modify sets
+// (ibv_srq_attr_mask): SRQMaxWR, SRQLimit.
+type SRQAttrMask = qp.SRQAttrMask
+
+// SRQCounters are an SRQ's counters (SRQ.Counters): the engine's own
+// struct (package qp). Its fields:
+//
+//	struct {
+//		Posted, Taken uint64
+//		// LimitEvents counts EventSRQLimitReached raised.
+//		LimitEvents uint64
+//	}
+//
+// SRQCounters count an SRQ's WRs and events.
+type SRQCounters = qp.SRQCounters
+
+// AsyncEventType is an asynchronous event's type (ibv_event_type):
+// EventSRQLimitReached, EventPortErr, EventPortActive.
+type AsyncEventType = qp.AsyncEventType
 
 // SRQInit describes a new shared receive queue (ibv_srq_init_attr): how
 // many receive WRs it holds, SGEs per WR, and a limit armed from the start
@@ -146,9 +175,7 @@ func (d *Device) GetAsyncEvent(ctx context.Context) (AsyncEvent, error) {
 			d.runHandedOver()
 			d.receiveAndRun()
 			if len(d.events) == 0 {
-				if w := d.waitTime(inlineWait); w > 0 {
-					d.l.Wait(w)
-				}
+				d.sleep(inlineWait)
 			}
 			return nil
 		})

@@ -19,7 +19,7 @@ func TestSRQ(t *testing.T) {
 	for _, background := range []bool{false, true} {
 		t.Run(fmt.Sprintf("background=%v", background), func(t *testing.T) {
 			la, lb := pipe.New(pipe.Config{})
-			da, db := verbs.Open(la), verbs.Open(lb)
+			da, db := verbs.Open(la, verbs.Inline()), verbs.Open(lb, verbs.Inline())
 			defer da.Close()
 			defer db.Close()
 			if background {

@@ -53,7 +53,7 @@ func stress(t *testing.T, kind, mode string) {
 	} else {
 		la, lb = linkPair(t, kind, 3)
 	}
-	a, b := verbs.Open(la), verbs.Open(lb)
+	a, b := verbs.Open(la, verbs.Inline()), verbs.Open(lb, verbs.Inline())
 	defer a.Close()
 	defer b.Close()
 	switch mode {

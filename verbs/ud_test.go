@@ -57,7 +57,7 @@ func TestUDPingPong(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			la, lb := pipe.New(pipe.Config{})
-			da, db := verbs.Open(la), verbs.Open(lb)
+			da, db := verbs.Open(la, verbs.Inline()), verbs.Open(lb, verbs.Inline())
 			defer da.Close()
 			defer db.Close()
 			if c.background {
@@ -140,7 +140,7 @@ func waitWC(t *testing.T, ctx context.Context, cq *verbs.CQ) verbs.WC {
 
 func TestUDErrors(t *testing.T) {
 	la, lb := pipe.New(pipe.Config{})
-	da := verbs.Open(la)
+	da := verbs.Open(la, verbs.Inline())
 	defer da.Close()
 	defer lb.Close()
 	pd := da.AllocPD()
@@ -166,7 +166,7 @@ func TestUDErrors(t *testing.T) {
 // nothing either.
 func TestUDPostNoAlloc(t *testing.T) {
 	la, lb := pipe.New(pipe.Config{})
-	da, db := verbs.Open(la), verbs.Open(lb)
+	da, db := verbs.Open(la, verbs.Inline()), verbs.Open(lb, verbs.Inline())
 	defer da.Close()
 	defer db.Close()
 	a, b := newUDEnd(t, da, verbs.QPTypeUD, 5), newUDEnd(t, db, verbs.QPTypeUD, 5)

@@ -44,7 +44,7 @@ func newLatPair(tb testing.TB, test string, size, iters int) *latPair {
 		server bool
 		to     **bench
 	}{{sa.String(), scfg, true, &p.srv}, {ca.String(), ccfg, false, &p.cli}} {
-		d, err := verbs.OpenAddr(mustAddr(side.addr))
+		d, err := verbs.OpenAddr(mustAddr(side.addr), verbs.Inline())
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -24,12 +24,12 @@ func TestDeadPeer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	sdev, err := verbs.OpenAddr(srvAddr)
+	sdev, err := verbs.OpenAddr(srvAddr, verbs.Inline())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sdev.Close()
-	cdev, err := verbs.OpenAddr(cliAddr)
+	cdev, err := verbs.OpenAddr(cliAddr, verbs.Inline())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -88,12 +88,12 @@ func pair(ctx context.Context, srvCfg, cliCfg *config, srvAddr, cliAddr netip.Ad
 		return pc, fmt.Errorf("listen: %w", err)
 	}
 	defer ln.Close()
-	sdev, err := verbs.OpenAddr(srvAddr)
+	sdev, err := verbs.OpenAddr(srvAddr, verbs.Inline())
 	if err != nil {
 		return pc, err
 	}
 	defer sdev.Close()
-	cdev, err := verbs.OpenAddr(cliAddr)
+	cdev, err := verbs.OpenAddr(cliAddr, verbs.Inline())
 	if err != nil {
 		return pc, err
 	}

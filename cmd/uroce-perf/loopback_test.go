@@ -312,7 +312,7 @@ func TestArgs(t *testing.T) {
 // in 0).
 func TestAtomicType(t *testing.T) {
 	srv, _ := loopbackPair(t)
-	dev, err := verbs.OpenAddr(srv)
+	dev, err := verbs.OpenAddr(srv, verbs.Inline())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -390,5 +390,5 @@ func openDevice(cfg *config, addr netip.Addr) (*verbs.Device, string, error) {
 	case err != nil:
 		return nil, "", fmt.Errorf("open %s: %w", name, err)
 	}
-	return verbs.Open(l), name, nil
+	return verbs.Open(l, verbs.Inline()), name, nil
 }

@@ -79,7 +79,7 @@ func cmPair(t *testing.T, test string, rec *recorder, flags ...string) (srvOut, 
 		if rec != nil {
 			ll = &recLink{Link: l, r: rec, client: client}
 		}
-		d := verbs.Open(ll)
+		d := verbs.Open(ll, verbs.Inline())
 		t.Cleanup(func() { d.Close() })
 		return d
 	}
@@ -199,7 +199,7 @@ func TestRDMACMNoServer(t *testing.T) {
 	}
 	// A device at the server's address with a CM but no listener.
 	openCM(t, srvAddr)
-	cli, err := verbs.OpenAddr(cliAddr)
+	cli, err := verbs.OpenAddr(cliAddr, verbs.Inline())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +217,7 @@ func TestRDMACMNoServer(t *testing.T) {
 // openCM opens a device on a and its CM, both closed at the test's end.
 func openCM(t *testing.T, a netip.Addr) (*verbs.Device, *rdmacm.CM) {
 	t.Helper()
-	d, err := verbs.OpenAddr(a)
+	d, err := verbs.OpenAddr(a, verbs.Inline())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -549,7 +549,7 @@ func TestRDMACMSameHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srvDev, err := verbs.OpenAddr(srvAddr)
+	srvDev, err := verbs.OpenAddr(srvAddr, verbs.Inline())
 	if err != nil {
 		t.Fatal(err)
 	}

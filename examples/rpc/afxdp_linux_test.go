@@ -59,7 +59,7 @@ func BenchmarkRoundTripAFXDP(b *testing.B) {
 			if err != nil {
 				return nil, err
 			}
-			return verbs.Open(l), nil
+			return verbs.Open(l, verbs.Inline()), nil
 		}
 	}
 	// The UDP backend on another port than RoCEv2's, which the XDP
@@ -70,7 +70,7 @@ func BenchmarkRoundTripAFXDP(b *testing.B) {
 			if err != nil {
 				return nil, err
 			}
-			return verbs.Open(l), nil
+			return verbs.Open(l, verbs.Inline()), nil
 		}
 	}
 	pairs := []devices{

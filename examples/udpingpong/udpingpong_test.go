@@ -107,7 +107,7 @@ func TestDefaultSize(t *testing.T) {
 		{mtu: 1500, size: 2048, err: true},
 	} {
 		la, lb := pipe.New(pipe.Config{MTU: c.mtu})
-		d := verbs.Open(la)
+		d := verbs.Open(la, verbs.Inline())
 		lb.Close()
 		p, err := newPingPong(d, c.size, 2)
 		switch {

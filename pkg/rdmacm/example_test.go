@@ -19,7 +19,7 @@ func openLoopback(addr string, port uint16) *verbs.Device {
 	if err != nil {
 		panic(err)
 	}
-	return verbs.Open(l)
+	return verbs.Open(l, verbs.Inline())
 }
 
 func freePort() uint16 {

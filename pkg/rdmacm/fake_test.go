@@ -113,7 +113,7 @@ func pipePair(t *testing.T, cfg Config) (a, b *side, h *hub) {
 	la, lb := pipe.New(pipe.Config{})
 	h = newHub()
 	mk := func(l *pipe.Link) *side {
-		d := verbs.Open(l)
+		d := verbs.Open(l, verbs.Inline())
 		d.Start()
 		m, err := open(h.end(d.Addr()), d.Addr(), d.MaxPathMTU(), cfg)
 		if err != nil {

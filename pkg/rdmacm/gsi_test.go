@@ -30,7 +30,7 @@ func udpPair(t *testing.T, cfg Config) (a, b *side) {
 			if err != nil {
 				break
 			}
-			devs = append(devs, verbs.Open(l))
+			devs = append(devs, verbs.Open(l, verbs.Inline()))
 		}
 		if len(devs) < 2 {
 			for _, d := range devs {

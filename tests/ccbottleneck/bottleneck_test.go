@@ -70,7 +70,9 @@ type backend struct {
 }
 
 var backends = []backend{
-	{"udp", func(_ netns.Veth, addr netip.Addr) (*verbs.Device, error) { return verbs.OpenAddr(addr) }},
+	{"udp", func(_ netns.Veth, addr netip.Addr) (*verbs.Device, error) {
+		return verbs.OpenAddr(addr, verbs.Inline())
+	}},
 	{"afxdp", func(v netns.Veth, addr netip.Addr) (*verbs.Device, error) {
 		// WaitPoll: four engines (three senders' and the receiver's)
 		// share two cores with the router's softirq forwarding.
@@ -83,7 +85,7 @@ var backends = []backend{
 		if err != nil {
 			return nil, err
 		}
-		return verbs.Open(l), nil
+		return verbs.Open(l, verbs.Inline()), nil
 	}},
 }
 

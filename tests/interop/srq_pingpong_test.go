@@ -265,7 +265,7 @@ func (r srqRun) run(t *testing.T, l *lab.Lab, g *lab.Guest) {
 	}
 	err := l.Peer.Do(func() error {
 		var err error
-		if d, err = verbs.OpenAddr(lab.PeerAddr.Addr()); err != nil {
+		if d, err = verbs.OpenAddr(lab.PeerAddr.Addr(), verbs.Inline()); err != nil {
 			return err
 		}
 		if r.uroceClient {

@@ -27,7 +27,7 @@ func open(t testing.TB, ns *netns.NS, addr netip.Addr) *side {
 	t.Helper()
 	s := &side{}
 	// The socket belongs to the namespace it was opened in.
-	if err := ns.Do(func() (err error) { s.d, err = verbs.OpenAddr(addr); return err }); err != nil {
+	if err := ns.Do(func() (err error) { s.d, err = verbs.OpenAddr(addr, verbs.Inline()); return err }); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.d.Close() })

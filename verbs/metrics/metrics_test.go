@@ -22,7 +22,7 @@ import (
 // every queued packet CE, with one connected QP each running DCQCN.
 func connected(t *testing.T) (da, db *verbs.Device, qa, qb *verbs.QueuePair, cq *verbs.CQ, src, dst *verbs.MR) {
 	la, lb := pipe.New(pipe.Config{Seed: 1, AtoB: netem.Faults{Rate: 10e6, ECN: &netem.RED{}}})
-	da, db = verbs.Open(la), verbs.Open(lb)
+	da, db = verbs.Open(la, verbs.Inline()), verbs.Open(lb, verbs.Inline())
 	t.Cleanup(func() { da.Close(); db.Close() })
 	dcqcn := cc.DefaultConfig(cc.KindDCQCN, cc.Gbps)
 	mk := func(d *verbs.Device) (*verbs.QueuePair, *verbs.CQ, *verbs.MR) {

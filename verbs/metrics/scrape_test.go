@@ -79,7 +79,7 @@ func TestScrapeLossyRun(t *testing.T) {
 	la, lb := pipe.New(pipe.Config{Seed: 7, Clock: clock,
 		AtoB: netem.Faults{Drop: 0.05, Delay: 10 * time.Microsecond},
 		BtoA: netem.Faults{Drop: 0.05, Delay: 10 * time.Microsecond}})
-	da, db := verbs.Open(la), verbs.Open(lb)
+	da, db := verbs.Open(la, verbs.Inline()), verbs.Open(lb, verbs.Inline())
 	t.Cleanup(func() { da.Close(); db.Close() })
 	da.SetClock(clock)
 	db.SetClock(clock)

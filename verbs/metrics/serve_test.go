@@ -22,7 +22,7 @@ func TestServer(t *testing.T) {
 	}
 	defer s.Close()
 	la, lb := pipe.New(pipe.Config{})
-	da, db := verbs.Open(la), verbs.Open(lb)
+	da, db := verbs.Open(la, verbs.Inline()), verbs.Open(lb, verbs.Inline())
 	defer da.Close()
 	defer db.Close()
 	if err := s.Register(da, "a"); err != nil {

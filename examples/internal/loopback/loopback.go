@@ -58,7 +58,7 @@ func open(port uint16) (*verbs.Device, *verbs.Device, error) {
 		la.Close()
 		return nil, nil, fmt.Errorf("loopback pair: %w", err)
 	}
-	return verbs.Open(la), verbs.Open(lb), nil
+	return verbs.Open(la, verbs.Inline()), verbs.Open(lb, verbs.Inline()), nil
 }
 
 func freePort() (uint16, error) {

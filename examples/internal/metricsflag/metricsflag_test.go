@@ -16,7 +16,7 @@ func TestServe(t *testing.T) {
 		t.Fatalf("empty address: %v %v", s, err)
 	}
 	la, lb := pipe.New(pipe.Config{})
-	a, b := verbs.Open(la), verbs.Open(lb)
+	a, b := verbs.Open(la, verbs.Inline()), verbs.Open(lb, verbs.Inline())
 	defer a.Close()
 	defer b.Close()
 	var out strings.Builder

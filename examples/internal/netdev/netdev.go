@@ -18,10 +18,10 @@ var ErrNoInterface = errors.New("no interface with an address")
 // has an address.
 func Open(name, peer string) (*verbs.Device, error) {
 	if a, err := netip.ParseAddr(name); err == nil {
-		return verbs.OpenAddr(a)
+		return verbs.OpenAddr(a, verbs.Inline())
 	}
 	if name != "" {
-		return verbs.OpenInterface(name)
+		return verbs.OpenInterface(name, verbs.Inline())
 	}
 	if peer != "" {
 		return OpenToward(peer)
@@ -35,7 +35,7 @@ func OpenAddr(s string) (*verbs.Device, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bad address %q: %w", s, err)
 	}
-	return verbs.OpenAddr(a.Unmap())
+	return verbs.OpenAddr(a.Unmap(), verbs.Inline())
 }
 
 // OpenToward opens a device on the source address the kernel routes to
@@ -49,7 +49,7 @@ func OpenToward(host string) (*verbs.Device, error) {
 	}
 	a := c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap()
 	c.Close()
-	return verbs.OpenAddr(a)
+	return verbs.OpenAddr(a, verbs.Inline())
 }
 
 // OpenFirstUp opens a device on the first interface, other than loopback,
@@ -64,7 +64,7 @@ func OpenFirstUp(flag string) (*verbs.Device, error) {
 		if ifi.Flags&net.FlagUp == 0 || ifi.Flags&net.FlagLoopback != 0 {
 			continue
 		}
-		if d, err := verbs.OpenInterface(ifi.Name); err == nil {
+		if d, err := verbs.OpenInterface(ifi.Name, verbs.Inline()); err == nil {
 			return d, nil
 		}
 	}
