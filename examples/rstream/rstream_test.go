@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/uroce/uroce/examples/internal/loopback"
+	"github.com/uroce/uroce/examples/internal/streamcli"
 	"github.com/uroce/uroce/verbs"
 )
 
@@ -18,15 +19,15 @@ func TestLoopback(t *testing.T) {
 		t.Run(fmt.Sprintf("S%d-C%d-I%d", tc.size, tc.count, tc.iterations), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			o := options{port: 7471, size: tc.size, count: tc.count, iterations: tc.iterations, verify: true}
+			o := streamcli.Options{Port: 7471, Size: tc.size, Count: tc.count, Iterations: tc.iterations, Verify: true}
 			var srvOut, cliOut strings.Builder
 			serr, cerr := loopback.Run(ctx, func(d *verbs.Device, listening func()) error {
 				srv := o
-				srv.listening = listening
+				srv.Listening = listening
 				return run(ctx, d, srv, &srvOut)
 			}, func(d *verbs.Device) error {
 				cli := o
-				cli.server = loopback.B.String()
+				cli.Server = loopback.B.String()
 				return run(ctx, d, cli, &cliOut)
 			})
 			if cerr != nil {
@@ -36,7 +37,7 @@ func TestLoopback(t *testing.T) {
 				t.Fatalf("server: %v\n%s", serr, srvOut.String())
 			}
 			for _, out := range []string{srvOut.String(), cliOut.String()} {
-				if !strings.Contains(out, "\ncustom    "+sizeStr(int64(tc.size))) {
+				if !strings.Contains(out, "\ncustom    "+streamcli.SizeStr(int64(tc.size))) {
 					t.Errorf("printed:\n%s", out)
 				}
 			}
@@ -57,7 +58,7 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"-S", "0"}, false},
 		{[]string{"-p", "0"}, false},
 	} {
-		_, err := parseFlags(tc.args, &strings.Builder{})
+		_, err := streamcli.Parse("rstream", 1, tc.args, &strings.Builder{})
 		if (err == nil) != tc.ok {
 			t.Errorf("%q: %v", tc.args, err)
 		}
@@ -66,7 +67,7 @@ func TestParseFlags(t *testing.T) {
 
 func TestSizeStr(t *testing.T) {
 	for n, want := range map[int64]string{64: "64", 1000: "1000", 1536: "1.5k", 4096: "4k", 3 << 20: "3m", 12345678: "11m"} {
-		if got := sizeStr(n); got != want {
+		if got := streamcli.SizeStr(n); got != want {
 			t.Errorf("%d: %q, want %q", n, got, want)
 		}
 	}
