@@ -40,9 +40,11 @@ const (
 	wqePending                    // every packet sent, waiting for the response
 )
 
-// sendWQE is a posted send WR. What PostSend writes and the requester
-// and completer read for every WR comes first, in 128 bytes; the SGL,
-// inline data and a datagram's address follow.
+// sendWQE is a posted send WR, 256 bytes. What PostSend writes and the
+// requester and completer read for every WR comes first, in three cache
+// lines with the SGL of a one-SGE QP (sgeBuf, mrBuf: a separate SGL
+// allocation is one more line that is cold when a QP's turn comes among
+// thousands); inline data and a datagram's address follow.
 type sendWQE struct {
 	wr          wqeWR
 	length      uint32
@@ -58,6 +60,8 @@ type sendWQE struct {
 	posted time.Time // PostSend's now, for Latency
 	sge    []SGE
 	mrs    []*MR
+	sgeBuf [1]SGE // sge's storage when MaxSendSGE is 1
+	mrBuf  [1]*MR // mrs's, likewise
 	inline []byte
 	ah     AH // a UD WQE's address, copied from wr.AH
 }
