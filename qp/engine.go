@@ -174,7 +174,7 @@ func (e *Engine) CreateQP(cfg QPConfig) (*QP, error) {
 	q.retrans = timer{idx: -1, qp: q, kind: timerRetrans}
 	q.rnr = timer{idx: -1, qp: q, kind: timerRNR}
 	ss := ringSize(cfg.MaxSendWR)
-	q.sq = sendQueue{wqes: make([]sendWQE, ss), mask: uint32(ss - 1), size: uint32(cfg.MaxSendWR)}
+	q.sq = sendQueue{wqes: make([]sendWQE, ss), mask: uint32(ss - 1), size: uint32(cfg.MaxSendWR), maxSGE: uint32(cfg.MaxSendSGE)}
 	for i := range q.sq.wqes {
 		w := &q.sq.wqes[i]
 		if cfg.MaxSendSGE == 1 {

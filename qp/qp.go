@@ -110,6 +110,9 @@ type sendQueue struct {
 	mask             uint32
 	head, next, tail uint32
 	size             uint32
+	// maxSGE is the WQEs' SGL capacity, kept here so PostSend checks a
+	// WR against it without touching a WQE other than the one it fills.
+	maxSGE uint32
 }
 
 func (s *sendQueue) at(i uint32) *sendWQE { return &s.wqes[i&s.mask] }
@@ -157,12 +160,17 @@ type QP struct {
 	// once per completion, kept out of the lines touched per packet.
 	lat     *hist.Histogram
 	retrans timer
-	rto     rtoState
-	resp    responder
-	rq      recvQueue
-	srq     *SRQ
-	srqWQE  recvWQE // the WQE taken from the SRQ, in progress
-	rnr     timer
+	// resp begins with rdRes, which Process reads for every QP it runs:
+	// it ends the ACK timer's line, and what the responder touches for
+	// a SEND or WRITE fills the next. rnr and srq, which a packet
+	// rarely touches, bring rto to a line's start, so the fields a
+	// request or its ACK touches there take two lines (TestQPLayout).
+	resp   responder
+	rnr    timer
+	srq    *SRQ
+	rto    rtoState
+	rq     recvQueue
+	srqWQE recvWQE // the WQE taken from the SRQ, in progress
 }
 
 // QPN returns the QP number.
@@ -195,8 +203,8 @@ func (q *QP) PostSend(now time.Time, wr *SendWR) error {
 		return fmt.Errorf("post send: %w: opcode %d", ErrBadWR, wr.Opcode)
 	}
 	inline := wr.Flags&FlagInline != 0
-	if len(wr.SGL) > cap(s.wqes[0].sge) && !inline {
-		return fmt.Errorf("post send: %w: %d SGEs, max %d", ErrBadWR, len(wr.SGL), cap(s.wqes[0].sge))
+	if len(wr.SGL) > int(s.maxSGE) && !inline {
+		return fmt.Errorf("post send: %w: %d SGEs, max %d", ErrBadWR, len(wr.SGL), s.maxSGE)
 	}
 	if inline && (wr.Opcode.isReadAtomic() || len(wr.InlineData) > q.cfg.MaxInline) {
 		return fmt.Errorf("post send: %w: inline data of %d bytes (max %d) on %s", ErrBadWR, len(wr.InlineData), q.cfg.MaxInline, wr.Opcode)

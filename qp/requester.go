@@ -254,7 +254,11 @@ func (e *Engine) sendRequest(q *QP, w *sendWQE) bool {
 	bf.AckReq = last || q.req.noackPkts > maxPktPerAck || e.ccAckDue(q)
 	if bf.AckReq {
 		q.req.noackPkts = 0
-		q.cc.ackReqAt = e.now
+		if q.cc.paced {
+			// Only ccAckDue reads it, for a paced QP; an unpaced
+			// one leaves the line it lies in alone.
+			q.cc.ackReqAt = e.now
+		}
 	}
 	lp, dst := e.newPacket(q, &bf, int(payload), false)
 	if lp == nil {

@@ -9,7 +9,10 @@ import (
 // responder is the receive side's state (rxe's qp->resp).
 type responder struct {
 	// rdRes first: Process reads it for every QP it runs, requester or
-	// not, so it shares the requester's last line (see QP).
+	// not, so it shares the ACK timer's line (see QP). What a SEND or
+	// WRITE packet touches follows, in the next line; the READ and
+	// atomic state after it.
+	//
 	// The READ or atomic response being sent (readresp.go).
 	rdRes  *resource
 	psn    bth.PSN // next request PSN expected (ePSN)
@@ -21,13 +24,23 @@ type responder struct {
 	sentPSNNAK bool
 	// haveWQE: the receive WQE at rq.head is being filled by a SEND.
 	haveWQE bool
-	offset  uint32
+	// A class C error being reported: the NAK syndrome and the status of
+	// the receive WQE in progress.
+	syndrome bth.Syndrome
+	offset   uint32
 	// The RDMA WRITE in progress.
-	va     uint64
 	rkey   uint32
 	resid  uint32
 	length uint32
+	va     uint64
 	mr     *MR
+	// ackDue is the positive ACK that the requests of the receive burst
+	// so far have asked for; it goes out once, at the burst's end (or
+	// before anything else the responder sends), and covers them all.
+	ackDue pendingAck
+	status WCStatus
+	// ackOwed is an ACK or NAK waiting behind owed responses.
+	ackOwed pendingAck
 	// res are the READ/atomic responder resources (max_dest_rd_atomic),
 	// recycled oldest first, to answer duplicates (IBA 9.7.5.1.3): they
 	// are the whole of the READ and atomic replay state, so a peer that
@@ -39,16 +52,6 @@ type responder struct {
 	rdVA    uint64
 	rdN     uint32
 	rdFirst bool // the next packet is the response's first: FIRST or ONLY
-	// ackOwed is an ACK or NAK waiting behind owed responses.
-	ackOwed pendingAck
-	// ackDue is the positive ACK that the requests of the receive burst
-	// so far have asked for; it goes out once, at the burst's end (or
-	// before anything else the responder sends), and covers them all.
-	ackDue pendingAck
-	// A class C error being reported: the NAK syndrome and the status of
-	// the receive WQE in progress.
-	syndrome bth.Syndrome
-	status   WCStatus
 }
 
 type resKind uint8
