@@ -88,12 +88,13 @@ type ccState struct {
 
 // qpBlock is what CreateQP allocates: a QP and its congestion control in
 // one object, so the lines a packet touches of both share pages. The
-// block's size class is a multiple of 64 bytes, so the QP starts a cache
-// line, and the padding starts cc on one too: the layouts of both count
-// lines from their start (TestQPLayout).
+// block's slot starts a cache line and the block itself 8 bytes in (the
+// runtime's type header of a large object); the padding starts cc on a
+// line, so its first line holds what an unpaced QP's packets touch
+// (TestQPLayout).
 type qpBlock struct {
 	qp QP
-	_  [(64 - unsafe.Sizeof(QP{})%64) % 64]byte
+	_  [(64 + 56 - unsafe.Sizeof(QP{})%64) % 64]byte
 	cc ccState
 }
 

@@ -160,10 +160,9 @@ type QP struct {
 	// once per completion, kept out of the lines touched per packet.
 	lat     *hist.Histogram
 	retrans timer
-	// resp begins with rdRes, which Process reads for every QP it runs:
-	// it ends the ACK timer's line, and what the responder touches for
-	// a SEND or WRITE fills the next. rnr and srq, which a packet
-	// rarely touches, bring rto to a line's start, so the fields a
+	// resp starts a line with rdRes, which Process reads for every QP
+	// it runs, and what the responder touches for a WRITE. rnr and srq,
+	// which a packet rarely touches, place rto so that the fields a
 	// request or its ACK touches there take two lines (TestQPLayout).
 	resp   responder
 	rnr    timer

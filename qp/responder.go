@@ -9,9 +9,8 @@ import (
 // responder is the receive side's state (rxe's qp->resp).
 type responder struct {
 	// rdRes first: Process reads it for every QP it runs, requester or
-	// not, so it shares the ACK timer's line (see QP). What a SEND or
-	// WRITE packet touches follows, in the next line; the READ and
-	// atomic state after it.
+	// not. What a WRITE packet touches follows it, all in one line (see
+	// QP); what only a SEND, an error or a READ needs comes after.
 	//
 	// The READ or atomic response being sent (readresp.go).
 	rdRes  *resource
@@ -24,21 +23,22 @@ type responder struct {
 	sentPSNNAK bool
 	// haveWQE: the receive WQE at rq.head is being filled by a SEND.
 	haveWQE bool
-	// A class C error being reported: the NAK syndrome and the status of
-	// the receive WQE in progress.
-	syndrome bth.Syndrome
-	offset   uint32
+	// status is that of the receive WQE in progress; with syndrome, the
+	// NAK syndrome, a class C error being reported.
+	status WCStatus
 	// The RDMA WRITE in progress.
 	rkey   uint32
 	resid  uint32
 	length uint32
-	va     uint64
-	mr     *MR
 	// ackDue is the positive ACK that the requests of the receive burst
 	// so far have asked for; it goes out once, at the burst's end (or
 	// before anything else the responder sends), and covers them all.
 	ackDue pendingAck
-	status WCStatus
+	va     uint64
+	mr     *MR
+	// offset is where the next SEND packet lands in the receive WQE.
+	offset   uint32
+	syndrome bth.Syndrome
 	// ackOwed is an ACK or NAK waiting behind owed responses.
 	ackOwed pendingAck
 	// res are the READ/atomic responder resources (max_dest_rd_atomic),
