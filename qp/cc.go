@@ -163,7 +163,7 @@ func (e *Engine) ccHold(q *QP, n int) bool {
 	if s.inert {
 		return false
 	}
-	if w := s.alg.Window(); w > 0 && int(q.req.psn.Diff(q.comp.psn))*q.mtu >= w {
+	if w := s.alg.Window(); w > 0 && int(q.req.psn.Diff(q.comp.psn))*int(q.mtu) >= w {
 		return true
 	}
 	if !s.paced {
@@ -304,7 +304,7 @@ func (e *Engine) ccAck(q *QP, from, to bth.PSN) {
 	if s.inert {
 		return
 	}
-	s.alg.OnAck(e.now, n*q.mtu, rtt)
+	s.alg.OnAck(e.now, n*int(q.mtu), rtt)
 	e.ccSync(q)
 }
 

@@ -17,12 +17,16 @@ func TestQPLayout(t *testing.T) {
 	// slot, after its type header (Go 1.22's allocation headers): a
 	// QP's field at offset off lies in line (off+8)/64 of its block.
 	line := func(off uintptr) uintptr { return (off + 8) / 64 }
+	attr, cfg, ctr := unsafe.Offsetof(q.attr), unsafe.Offsetof(q.cfg), unsafe.Offsetof(q.Counters)
 	resp := unsafe.Offsetof(q.resp)
 	rto := unsafe.Offsetof(q.rto)
 	for _, c := range []struct {
 		what string
 		ok   bool
 	}{
+		{"the type and PD share the attributes' line of the destination", line(cfg+unsafe.Offsetof(q.cfg.Type)) == line(attr+unsafe.Offsetof(q.attr.DestQPN)) &&
+			line(cfg+unsafe.Offsetof(q.cfg.PD)+3) == line(attr+unsafe.Offsetof(q.attr.DestQPN))},
+		{"the per-packet counters take one line", line(ctr) == line(ctr+unsafe.Offsetof(q.Counters.CompletedSends)+7)},
 		{"a send WQE is four lines", unsafe.Sizeof(sendWQE{}) == 256},
 		{"a one-SGE WQE's SGL lies in its first three lines", unsafe.Offsetof(sendWQE{}.mrBuf)+8+8 <= 192},
 		{"the ACK timer ends a line", line(unsafe.Offsetof(q.retrans)) == line(resp-1) && line(resp) != line(resp-1)},

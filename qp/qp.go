@@ -148,9 +148,12 @@ type QP struct {
 	queued bool
 	pkey   uint16
 	sport  uint16
-	mtu    int
-	attr   Attr
-	cfg    QPConfig
+	// mtu is the path MTU's payload bytes, 32 bits to fit in the
+	// header's padding: a 64-bit int here would push cfg.Type and the
+	// last per-packet counter a line further (TestQPLayout).
+	mtu  int32
+	attr Attr
+	cfg  QPConfig
 	// Counters count this QP's traffic and events.
 	Counters Counters
 	sq       sendQueue
@@ -160,13 +163,14 @@ type QP struct {
 	// once per completion, kept out of the lines touched per packet.
 	lat     *hist.Histogram
 	retrans timer
-	// resp starts a line with rdRes, which Process reads for every QP
-	// it runs, and what the responder touches for a WRITE. rnr and srq,
-	// which a packet rarely touches, place rto so that the fields a
-	// request or its ACK touches there take two lines (TestQPLayout).
+	// srq, which a packet rarely touches, fills the timer's line, so
+	// that resp starts the next with rdRes, which Process reads for
+	// every QP it runs, and what the responder touches for a WRITE. rnr
+	// places rto so that the fields a request or its ACK touches there
+	// take two lines (TestQPLayout).
+	srq    *SRQ
 	resp   responder
 	rnr    timer
-	srq    *SRQ
 	rto    rtoState
 	rq     recvQueue
 	srqWQE recvWQE // the WQE taken from the SRQ, in progress
@@ -308,7 +312,7 @@ func (q *QP) Modify(a *Attr, mask AttrMask) error {
 		q.attr.PKey = q.pkey
 	}
 	if mask&AttrPathMTU != 0 {
-		q.attr.PathMTU, q.mtu = a.PathMTU, a.PathMTU
+		q.attr.PathMTU, q.mtu = a.PathMTU, int32(a.PathMTU)
 	}
 	if mask&AttrDestQPN != 0 {
 		q.attr.DestQPN = a.DestQPN
@@ -396,7 +400,7 @@ func (q *QP) initType() {
 	if q.cfg.Type == QPTypeRC {
 		return
 	}
-	q.mtu = q.e.portMTU()
+	q.mtu = int32(q.e.portMTU())
 	q.sport = bth.SrcPortForQPN(q.qpn)
 	if q.cfg.Type == QPTypeGSI {
 		q.attr.QKey = GSIQKey

@@ -82,7 +82,7 @@ func (e *Engine) runRequester(q *QP, budget int) bool {
 				w.validated = true
 			}
 			w.firstPSN = q.req.psn
-			w.lastPSN = w.firstPSN.Add(w.npkts(q.mtu) - 1)
+			w.lastPSN = w.firstPSN.Add(w.npkts(int(q.mtu)) - 1)
 			w.offset = 0
 			w.state = wqeProcessing
 			state = reqCheckWindow
@@ -94,7 +94,7 @@ func (e *Engine) runRequester(q *QP, budget int) bool {
 			if budget == 0 {
 				return true
 			}
-			if e.ccHold(q, w.nextPayload(q.mtu)) {
+			if e.ccHold(q, w.nextPayload(int(q.mtu))) {
 				return false // the pacer's timer or an ACK schedules us
 			}
 			state = reqSendPacket

@@ -260,7 +260,7 @@ func (e *Engine) classC(q *QP, c bth.NAKCode, st WCStatus) respState {
 // checkLength checks payload sizes against the path MTU (IBA C9-92, rxe's
 // check_length) and the DMA length (C9-94).
 func (e *Engine) checkLength(q *QP, p *bth.Packet, info *bth.OpcodeInfo) respState {
-	mtu := q.mtu
+	mtu := int(q.mtu)
 	n := len(p.Payload())
 	if info.Mask&bth.HasPayload != 0 {
 		first, last := info.Mask&bth.First != 0, info.Mask&bth.Last != 0
@@ -338,7 +338,7 @@ func (e *Engine) checkRKey(q *QP, p *bth.Packet, info *bth.OpcodeInfo) respState
 	if info.Mask&bth.Write != 0 {
 		pad := p.PadCnt()
 		if r.resid > uint32(q.mtu) {
-			if n != q.mtu || pad != 0 {
+			if n != int(q.mtu) || pad != 0 {
 				return e.classC(q, bth.NAKInvalidRequest, WCRemInvReqErr)
 			}
 		} else if uint32(n) != r.resid || pad != int(-r.resid&3) {

@@ -112,7 +112,7 @@ const earlyMaxBytes = 32 << 10
 // the next (IBA 9.7.5.1.5); and asking again early makes the responder
 // send all of it once more, into the queue that delayed it.
 func (q *QP) earlyOK() bool {
-	if q.req.psn.Diff(q.comp.psn)*q.mtu > earlyMaxBytes {
+	if q.req.psn.Diff(q.comp.psn)*int(q.mtu) > earlyMaxBytes {
 		return false
 	}
 	return q.sq.head == q.sq.tail || q.sq.at(q.sq.head).wr.Opcode != WRRead
