@@ -34,6 +34,12 @@ func checksum(b []byte, initial uint16) uint16 {
 	if len(b) == 1 {
 		s, c = bits.Add64(s, uint64(b[0])<<8, c)
 	}
+	return fold(s, c)
+}
+
+// fold reduces a 64-bit ones'-complement sum s with its pending carry c
+// to 16 bits, not yet complemented.
+func fold(s, c uint64) uint16 {
 	// The carry out of the top is worth 1 (2^64 = 1 in ones'
 	// complement); adding it back cannot carry again.
 	s, c = bits.Add64(s, c, 0)

@@ -3,6 +3,7 @@ package qp
 import (
 	"fmt"
 	"time"
+	"unsafe"
 
 	"github.com/uroce/uroce/bth"
 	"github.com/uroce/uroce/cc"
@@ -62,12 +63,14 @@ type ccState struct {
 	kind cc.Kind
 	// srtt is the smoothed RTT (RFC 6298's 1/8 gain), 0 before a sample.
 	srtt time.Duration
-	// ackReqAt is when the requester last asked for an ACK; zero before.
-	ackReqAt time.Time
 	// epoch is the time sent counts from: the first send, less 1 ns, so
-	// a sample is never 0. It shares the second line with timer, which
-	// every event looks at (ccSync).
+	// a sample is never 0. It ends the first line: an unpaced QP's
+	// packets touch that line and their sent slot, nothing else here.
 	epoch time.Time
+	// ackReqAt is when the requester, paced, last asked for an ACK;
+	// zero before. It shares the second line with timer, which every
+	// event of an algorithm other than none looks at (ccSync).
+	ackReqAt time.Time
 	// timer is the algorithm's (NextTimer); pace wakes the requester
 	// when the pacer will have tokens.
 	timer timer
@@ -84,9 +87,14 @@ type ccState struct {
 }
 
 // qpBlock is what CreateQP allocates: a QP and its congestion control in
-// one object, so the lines a packet touches of both share pages.
+// one object, so the lines a packet touches of both share pages. The
+// block's slot starts a cache line and the block itself 8 bytes in (the
+// runtime's type header of a large object); the padding starts cc on a
+// line, so its first line holds what an unpaced QP's packets touch
+// (TestQPLayout).
 type qpBlock struct {
 	qp QP
+	_  [(64 + 56 - unsafe.Sizeof(QP{})%64) % 64]byte
 	cc ccState
 }
 
@@ -155,7 +163,7 @@ func (e *Engine) ccHold(q *QP, n int) bool {
 	if s.inert {
 		return false
 	}
-	if w := s.alg.Window(); w > 0 && int(q.req.psn.Diff(q.comp.psn))*q.mtu >= w {
+	if w := s.alg.Window(); w > 0 && int(q.req.psn.Diff(q.comp.psn))*int(q.mtu) >= w {
 		return true
 	}
 	if !s.paced {
@@ -312,7 +320,7 @@ func (e *Engine) ccAck(q *QP, from, to bth.PSN) {
 	if s.inert {
 		return
 	}
-	s.alg.OnAck(e.now, n*q.mtu, rtt)
+	s.alg.OnAck(e.now, n*int(q.mtu), rtt)
 	e.ccSync(q)
 }
 

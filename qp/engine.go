@@ -174,11 +174,15 @@ func (e *Engine) CreateQP(cfg QPConfig) (*QP, error) {
 	q.retrans = timer{idx: -1, qp: q, kind: timerRetrans}
 	q.rnr = timer{idx: -1, qp: q, kind: timerRNR}
 	ss := ringSize(cfg.MaxSendWR)
-	q.sq = sendQueue{wqes: make([]sendWQE, ss), mask: uint32(ss - 1), size: uint32(cfg.MaxSendWR)}
+	q.sq = sendQueue{wqes: make([]sendWQE, ss), mask: uint32(ss - 1), size: uint32(cfg.MaxSendWR), maxSGE: uint32(cfg.MaxSendSGE)}
 	for i := range q.sq.wqes {
 		w := &q.sq.wqes[i]
-		w.sge = make([]SGE, 0, cfg.MaxSendSGE)
-		w.mrs = make([]*MR, 0, cfg.MaxSendSGE)
+		if cfg.MaxSendSGE == 1 {
+			w.sge, w.mrs = w.sgeBuf[:0:1], w.mrBuf[:0:1]
+		} else {
+			w.sge = make([]SGE, 0, cfg.MaxSendSGE)
+			w.mrs = make([]*MR, 0, cfg.MaxSendSGE)
+		}
 		w.inline = make([]byte, 0, cfg.MaxInline)
 	}
 	rs := ringSize(max(cfg.MaxRecvWR, 1))

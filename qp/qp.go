@@ -40,9 +40,11 @@ const (
 	wqePending                    // every packet sent, waiting for the response
 )
 
-// sendWQE is a posted send WR. What PostSend writes and the requester
-// and completer read for every WR comes first, in 128 bytes; the SGL,
-// inline data and a datagram's address follow.
+// sendWQE is a posted send WR, 256 bytes. What PostSend writes and the
+// requester and completer read for every WR comes first, in three cache
+// lines with the SGL of a one-SGE QP (sgeBuf, mrBuf: a separate SGL
+// allocation is one more line that is cold when a QP's turn comes among
+// thousands); inline data and a datagram's address follow.
 type sendWQE struct {
 	wr          wqeWR
 	length      uint32
@@ -58,6 +60,8 @@ type sendWQE struct {
 	posted time.Time // PostSend's now, for Latency
 	sge    []SGE
 	mrs    []*MR
+	sgeBuf [1]SGE // sge's storage when MaxSendSGE is 1
+	mrBuf  [1]*MR // mrs's, likewise
 	inline []byte
 	ah     AH // a UD WQE's address, copied from wr.AH
 }
@@ -106,6 +110,9 @@ type sendQueue struct {
 	mask             uint32
 	head, next, tail uint32
 	size             uint32
+	// maxSGE is the WQEs' SGL capacity, kept here so PostSend checks a
+	// WR against it without touching a WQE other than the one it fills.
+	maxSGE uint32
 }
 
 func (s *sendQueue) at(i uint32) *sendWQE { return &s.wqes[i&s.mask] }
@@ -141,9 +148,12 @@ type QP struct {
 	queued bool
 	pkey   uint16
 	sport  uint16
-	mtu    int
-	attr   Attr
-	cfg    QPConfig
+	// mtu is the path MTU's payload bytes, 32 bits to fit in the
+	// header's padding: a 64-bit int here would push cfg.Type and the
+	// last per-packet counter a line further (TestQPLayout).
+	mtu  int32
+	attr Attr
+	cfg  QPConfig
 	// Counters count this QP's traffic and events.
 	Counters Counters
 	sq       sendQueue
@@ -153,12 +163,17 @@ type QP struct {
 	// once per completion, kept out of the lines touched per packet.
 	lat     *hist.Histogram
 	retrans timer
-	rto     rtoState
-	resp    responder
-	rq      recvQueue
-	srq     *SRQ
-	srqWQE  recvWQE // the WQE taken from the SRQ, in progress
-	rnr     timer
+	// srq, which a packet rarely touches, fills the timer's line, so
+	// that resp starts the next with rdRes, which Process reads for
+	// every QP it runs, and what the responder touches for a WRITE. rnr
+	// places rto so that the fields a request or its ACK touches there
+	// take two lines (TestQPLayout).
+	srq    *SRQ
+	resp   responder
+	rnr    timer
+	rto    rtoState
+	rq     recvQueue
+	srqWQE recvWQE // the WQE taken from the SRQ, in progress
 }
 
 // QPN returns the QP number.
@@ -191,8 +206,8 @@ func (q *QP) PostSend(now time.Time, wr *SendWR) error {
 		return fmt.Errorf("post send: %w: opcode %d", ErrBadWR, wr.Opcode)
 	}
 	inline := wr.Flags&FlagInline != 0
-	if len(wr.SGL) > cap(s.wqes[0].sge) && !inline {
-		return fmt.Errorf("post send: %w: %d SGEs, max %d", ErrBadWR, len(wr.SGL), cap(s.wqes[0].sge))
+	if len(wr.SGL) > int(s.maxSGE) && !inline {
+		return fmt.Errorf("post send: %w: %d SGEs, max %d", ErrBadWR, len(wr.SGL), s.maxSGE)
 	}
 	if inline && (wr.Opcode.isReadAtomic() || len(wr.InlineData) > q.cfg.MaxInline) {
 		return fmt.Errorf("post send: %w: inline data of %d bytes (max %d) on %s", ErrBadWR, len(wr.InlineData), q.cfg.MaxInline, wr.Opcode)
@@ -297,7 +312,7 @@ func (q *QP) Modify(a *Attr, mask AttrMask) error {
 		q.attr.PKey = q.pkey
 	}
 	if mask&AttrPathMTU != 0 {
-		q.attr.PathMTU, q.mtu = a.PathMTU, a.PathMTU
+		q.attr.PathMTU, q.mtu = a.PathMTU, int32(a.PathMTU)
 	}
 	if mask&AttrDestQPN != 0 {
 		q.attr.DestQPN = a.DestQPN
@@ -385,7 +400,7 @@ func (q *QP) initType() {
 	if q.cfg.Type == QPTypeRC {
 		return
 	}
-	q.mtu = q.e.portMTU()
+	q.mtu = int32(q.e.portMTU())
 	q.sport = bth.SrcPortForQPN(q.qpn)
 	if q.cfg.Type == QPTypeGSI {
 		q.attr.QKey = GSIQKey

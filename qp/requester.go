@@ -82,7 +82,7 @@ func (e *Engine) runRequester(q *QP, budget int) bool {
 				w.validated = true
 			}
 			w.firstPSN = q.req.psn
-			w.lastPSN = w.firstPSN.Add(w.npkts(q.mtu) - 1)
+			w.lastPSN = w.firstPSN.Add(w.npkts(int(q.mtu)) - 1)
 			w.offset = 0
 			w.state = wqeProcessing
 			state = reqCheckWindow
@@ -94,7 +94,7 @@ func (e *Engine) runRequester(q *QP, budget int) bool {
 			if budget == 0 {
 				return true
 			}
-			if e.ccHold(q, w.nextPayload(q.mtu)) {
+			if e.ccHold(q, w.nextPayload(int(q.mtu))) {
 				return false // the pacer's timer or an ACK schedules us
 			}
 			state = reqSendPacket
@@ -255,7 +255,11 @@ func (e *Engine) sendRequest(q *QP, w *sendWQE) bool {
 	bf.AckReq = last || q.req.noackPkts > maxPktPerAck || e.ccAckDue(q) || e.ccWindowFull(q)
 	if bf.AckReq {
 		q.req.noackPkts = 0
-		q.cc.ackReqAt = e.now
+		if q.cc.paced {
+			// Only ccAckDue reads it, for a paced QP; an unpaced
+			// one leaves the line it lies in alone.
+			q.cc.ackReqAt = e.now
+		}
 	}
 	lp, dst := e.newPacket(q, &bf, int(payload), false)
 	if lp == nil {

@@ -9,7 +9,9 @@ import (
 // responder is the receive side's state (rxe's qp->resp).
 type responder struct {
 	// rdRes first: Process reads it for every QP it runs, requester or
-	// not, so it shares the requester's last line (see QP).
+	// not. What a WRITE packet touches follows it, all in one line (see
+	// QP); what only a SEND, an error or a READ needs comes after.
+	//
 	// The READ or atomic response being sent (readresp.go).
 	rdRes  *resource
 	psn    bth.PSN // next request PSN expected (ePSN)
@@ -21,13 +23,24 @@ type responder struct {
 	sentPSNNAK bool
 	// haveWQE: the receive WQE at rq.head is being filled by a SEND.
 	haveWQE bool
-	offset  uint32
+	// status is that of the receive WQE in progress; with syndrome, the
+	// NAK syndrome, a class C error being reported.
+	status WCStatus
 	// The RDMA WRITE in progress.
-	va     uint64
 	rkey   uint32
 	resid  uint32
 	length uint32
+	// ackDue is the positive ACK that the requests of the receive burst
+	// so far have asked for; it goes out once, at the burst's end (or
+	// before anything else the responder sends), and covers them all.
+	ackDue pendingAck
+	va     uint64
 	mr     *MR
+	// offset is where the next SEND packet lands in the receive WQE.
+	offset   uint32
+	syndrome bth.Syndrome
+	// ackOwed is an ACK or NAK waiting behind owed responses.
+	ackOwed pendingAck
 	// res are the READ/atomic responder resources (max_dest_rd_atomic),
 	// recycled oldest first, to answer duplicates (IBA 9.7.5.1.3): they
 	// are the whole of the READ and atomic replay state, so a peer that
@@ -39,16 +52,6 @@ type responder struct {
 	rdVA    uint64
 	rdN     uint32
 	rdFirst bool // the next packet is the response's first: FIRST or ONLY
-	// ackOwed is an ACK or NAK waiting behind owed responses.
-	ackOwed pendingAck
-	// ackDue is the positive ACK that the requests of the receive burst
-	// so far have asked for; it goes out once, at the burst's end (or
-	// before anything else the responder sends), and covers them all.
-	ackDue pendingAck
-	// A class C error being reported: the NAK syndrome and the status of
-	// the receive WQE in progress.
-	syndrome bth.Syndrome
-	status   WCStatus
 }
 
 type resKind uint8
@@ -257,7 +260,7 @@ func (e *Engine) classC(q *QP, c bth.NAKCode, st WCStatus) respState {
 // checkLength checks payload sizes against the path MTU (IBA C9-92, rxe's
 // check_length) and the DMA length (C9-94).
 func (e *Engine) checkLength(q *QP, p *bth.Packet, info *bth.OpcodeInfo) respState {
-	mtu := q.mtu
+	mtu := int(q.mtu)
 	n := len(p.Payload())
 	if info.Mask&bth.HasPayload != 0 {
 		first, last := info.Mask&bth.First != 0, info.Mask&bth.Last != 0
@@ -335,7 +338,7 @@ func (e *Engine) checkRKey(q *QP, p *bth.Packet, info *bth.OpcodeInfo) respState
 	if info.Mask&bth.Write != 0 {
 		pad := p.PadCnt()
 		if r.resid > uint32(q.mtu) {
-			if n != q.mtu || pad != 0 {
+			if n != int(q.mtu) || pad != 0 {
 				return e.classC(q, bth.NAKInvalidRequest, WCRemInvReqErr)
 			}
 		} else if uint32(n) != r.resid || pad != int(-r.resid&3) {

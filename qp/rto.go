@@ -46,11 +46,18 @@ const minRTO = 16 << tickShift * time.Nanosecond
 // fails at the same time in both modes, RetryCnt+1 IBA timeouts after the
 // last progress.
 type rtoState struct {
+	// What a request or its answer touches comes first, in two cache
+	// lines (see QP); the suspect times after them are touched only
+	// around an early retransmission.
+	//
 	// srtt and rttvar are RFC 6298's, 0 before the first sample.
 	srtt, rttvar time.Duration
 	// rto is the current RTO before backoff, 0 (the IBA timeout) until
 	// the first sample.
 	rto time.Duration
+	// floor is the least RTO: minRTO until a needless retransmission
+	// raises it (duplicateAnswer).
+	floor time.Duration
 	// last is the latest send of a request with AckReq, or progress:
 	// the adaptive deadline counts from it, as TCP restarts its timer
 	// (RFC 6298 5.1, 5.3). Moving it costs a store; the timer catches
@@ -61,35 +68,32 @@ type rtoState struct {
 	// budget is when the IBA timer would fire; zero while it is not
 	// running.
 	budget time.Time
-	// ackPSN is the last PSN the latest request with AckReq asks to be
-	// answered (a READ's last response); ackWait that it is unanswered.
-	ackPSN  bth.PSN
-	ackWait bool
 	// timing: the request whose first answer has PSN timedPSN, sent
 	// once at timedAt, is being timed. One request at a time, as Karn
 	// and Partridge time one segment per round trip: a ring of send
 	// times would need as many slots as PSNs in flight, which one READ
 	// alone can exceed.
-	timing   bool
-	timedPSN bth.PSN
 	timedAt  time.Time
+	timedPSN bth.PSN
+	// ackPSN is the last PSN the latest request with AckReq asks to be
+	// answered (a READ's last response); ackWait that it is unanswered.
+	ackPSN  bth.PSN
+	ackWait bool
+	timing  bool
 	// backoff counts the timeouts since the last sample (RFC 6298 5.5).
 	backoff uint8
-	// floor is the least RTO: minRTO until a needless retransmission
-	// raises it (duplicateAnswer).
-	floor time.Duration
-	// suspect: an early retransmission went out at retransAt, resending
-	// requests unanswered since lateSince, and the first answer after it
-	// came at answeredAt (zero before); an answer to both copies would
-	// show it needless.
-	suspect                          bool
-	retransAt, lateSince, answeredAt time.Time
-	// retransPSN is the first PSN the early retransmission resent.
-	retransPSN bth.PSN
 	// ibaOnly: only the IBA timer runs, because the oldest unanswered
 	// request is a READ or more than earlyMaxBytes are unanswered
 	// (earlyOK).
 	ibaOnly bool
+	// suspect: an early retransmission went out at retransAt, resending
+	// requests unanswered since lateSince, and the first answer after it
+	// came at answeredAt (zero before); an answer to both copies would
+	// show it needless.
+	suspect bool
+	// retransPSN is the first PSN the early retransmission resent.
+	retransPSN                       bth.PSN
+	retransAt, lateSince, answeredAt time.Time
 }
 
 // earlyMaxBytes bounds the unanswered data of a QP that retransmits
@@ -108,7 +112,7 @@ const earlyMaxBytes = 32 << 10
 // the next (IBA 9.7.5.1.5); and asking again early makes the responder
 // send all of it once more, into the queue that delayed it.
 func (q *QP) earlyOK() bool {
-	if q.req.psn.Diff(q.comp.psn)*q.mtu > earlyMaxBytes {
+	if q.req.psn.Diff(q.comp.psn)*int(q.mtu) > earlyMaxBytes {
 		return false
 	}
 	return q.sq.head == q.sq.tail || q.sq.at(q.sq.head).wr.Opcode != WRRead

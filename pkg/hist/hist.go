@@ -27,9 +27,13 @@ const (
 // Record, RecordDuration and Snapshot are safe for concurrent use; the
 // zero value is empty and ready.
 type Histogram struct {
-	counts [NumBuckets]atomic.Uint64
+	// sum and max come first: a record touches them and one bucket,
+	// and values up to about a millisecond have their bucket within
+	// 4 KiB of them, mostly on the same page. A QP's histogram among
+	// thousands is cold, and a second page is a second TLB miss.
 	sum    atomic.Uint64
 	max    atomic.Uint64
+	counts [NumBuckets]atomic.Uint64
 }
 
 // bucket returns the index of v's bucket.
