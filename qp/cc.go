@@ -190,7 +190,7 @@ func (e *Engine) ccWindowFull(q *QP) bool {
 		return false
 	}
 	w := s.alg.Window()
-	return w > 0 && int(q.req.psn.Diff(q.comp.psn)+1)*q.mtu >= w
+	return w > 0 && int(q.req.psn.Diff(q.comp.psn)+1)*int(q.mtu) >= w
 }
 
 // ccArmPace arms the QP's pacer timer for when n bytes and paceQuantum more
