@@ -51,8 +51,11 @@ type Engine struct {
 	port Port
 	// MRs is the device's memory region table.
 	MRs     MRTable
-	qps     []*QP
-	freeQPN []uint32
+	qps []*QP
+	// freeQPN holds the numbers of destroyed QPs, oldest first, from
+	// freeHead on (qpnQuarantine).
+	freeQPN  []uint32
+	freeHead int
 	timers  timerWheel
 	ready   []*QP
 	acks    []*QP // QPs with a coalesced ACK due at the burst's end
@@ -158,9 +161,13 @@ func (e *Engine) CreateQP(cfg QPConfig) (*QP, error) {
 	var idx uint32
 	if cfg.Type == QPTypeGSI {
 		q.qpn = GSIQPN
-	} else if n := len(e.freeQPN); n > 0 {
-		idx = e.freeQPN[n-1]
-		e.freeQPN = e.freeQPN[:n-1]
+	} else if len(e.freeQPN)-e.freeHead > qpnQuarantine {
+		idx = e.freeQPN[e.freeHead]
+		e.freeHead++
+		if e.freeHead > len(e.freeQPN)/2 {
+			e.freeQPN = e.freeQPN[:copy(e.freeQPN, e.freeQPN[e.freeHead:])]
+			e.freeHead = 0
+		}
 	} else {
 		if FirstQPN+len(e.qps) > bth.QPNMask {
 			return nil, fmt.Errorf("create QP: %w", ErrTooManyQPs)
@@ -239,6 +246,14 @@ func (e *Engine) DestroyQP(q *QP) error {
 	// A QP on the ready list is skipped there: its state is RESET.
 	return nil
 }
+
+// qpnQuarantine is how many destroyed QPs' numbers wait before the oldest
+// is given out again. A number reused at once meets what still names the
+// old QP: the connection manager holds it for its connection until
+// time-wait ends (a Dial right after a Close failed), and a peer's late
+// packets reach the new QP. rxe allocates QPNs cyclically for the same
+// reason; the table here stays dense and grows by at most this many.
+const qpnQuarantine = 64
 
 // AppendQPs appends every live QP to dst, in QPN order, and returns it:
 // for counters and metrics that walk a device's QPs.
