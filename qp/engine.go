@@ -50,17 +50,17 @@ const (
 type Engine struct {
 	port Port
 	// MRs is the device's memory region table.
-	MRs     MRTable
+	MRs MRTable
 	qps []*QP
 	// freeQPN holds the numbers of destroyed QPs, oldest first, from
 	// freeHead on (qpnQuarantine).
 	freeQPN  []uint32
 	freeHead int
-	timers  timerWheel
-	ready   []*QP
-	acks    []*QP // QPs with a coalesced ACK due at the burst's end
-	txq     []*link.Packet
-	one     [1]*link.Packet
+	timers   timerWheel
+	ready    []*QP
+	acks     []*QP // QPs with a coalesced ACK due at the burst's end
+	txq      []*link.Packet
+	one      [1]*link.Packet
 	// spare holds transmit buffers taken in one Alloc and not used yet,
 	// spare[nextSpare:nSpare]; the rest go back at the end of the turn.
 	// allocHint is how many the last turn that sent used: a turn of one
