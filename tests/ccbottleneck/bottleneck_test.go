@@ -517,7 +517,15 @@ func bottleneck(t *testing.T, be backend) {
 	on.DCQCN.AIRate = bottleneckMbit * cc.Mbps / 100
 	on.DCQCN.HAIRate = 5 * on.DCQCN.AIRate
 	on.DCQCN.TimeReset, on.DCQCN.AlphaPeriod = 3*time.Millisecond, 3*time.Millisecond
-	results := []result{db.phase(t, "none", &off, 1), db.phase(t, "dcqcn", &on, 2)}
+	// DCQCN runs first, on QPs that have not yet been through cc off's
+	// phase: after its 20 000 drops and 35 000 retransmissions, DCQCN
+	// on the same QPs overflowed the queue at its start in 5 of 12
+	// subtests here (65-93 % goodput, 8-19 ms of queue) and go-back-N
+	// kept it full, where fresh QPs held 97.2-97.9 % and under 3.2 ms
+	// in 12 of 12. The comparison is of the two phases, not of a QP's
+	// recovery from the first.
+	d := db.phase(t, "dcqcn", &on, 2)
+	results := []result{db.phase(t, "none", &off, 1), d}
 
 	var tab strings.Builder
 	fmt.Fprintf(&tab, "\n%d flows over %s through %d Mb/s (tbf, %d KiB queue), CE above %d packets/s (nftables phantom queue)\n", nflows, be.name, bottleneckMbit, queueLimit>>10, phantomPPS)
@@ -531,7 +539,7 @@ func bottleneck(t *testing.T, be backend) {
 			r.queueDelay.Round(10*time.Microsecond), r.peakQueue>>10, r.drops, r.hostDrops, r.retransmits, r.marked, r.cnpsSent, r.cnpHandled, r.paced)
 	}
 	t.Log(tab.String())
-	n, d := results[0], results[1]
+	n := results[0]
 	if d.marked == 0 || d.cnpsSent == 0 || d.cnpHandled == 0 {
 		t.Errorf("DCQCN: %d marked, %d CNPs sent, %d handled: no congestion signal went round", d.marked, d.cnpsSent, d.cnpHandled)
 	}
