@@ -4,16 +4,13 @@ import (
 	"bytes"
 	"context"
 	"math/rand/v2"
-	"net"
 	"net/netip"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/uroce/uroce/bth"
 	"github.com/uroce/uroce/internal/netns"
 	"github.com/uroce/uroce/verbs"
-	"golang.org/x/sys/unix"
 )
 
 // TestHostilePeer plays an attacker against a connection between two
@@ -51,52 +48,24 @@ func TestHostilePeer(t *testing.T) {
 	t.Run("spoofed source", func(t *testing.T) {
 		// Everything B's next WRITE and SEND would carry, from another
 		// address of B's host: QPN, the expected PSN, a valid R_Key.
-		var c net.Conn
-		err := p.B.NS.Do(func() (err error) {
-			d := net.Dialer{LocalAddr: net.UDPAddrFromAddrPort(netip.AddrPortFrom(spoofer, 0)),
-				Control: func(_, _ string, rc syscall.RawConn) error {
-					var serr error
-					err := rc.Control(func(fd uintptr) {
-						serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_MTU_DISCOVER, unix.IP_PMTUDISC_DO)
-					})
-					if err != nil {
-						return err
-					}
-					return serr
-				}}
-			c, err = d.Dial("udp4", netip.AddrPortFrom(p.AddrA, 4791).String())
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
+		f := newForger(t, p.B.NS, spoofer, p.AddrA)
+		forged := func(pf *bth.PacketFields) *bth.PacketFields {
+			pf.BTH.DestQP, pf.BTH.PSN, pf.BTH.PKey, pf.BTH.AckReq = a.q.QPN(), psnB, 0xffff, true
+			return pf
 		}
-		defer c.Close()
-		sport := uint16(c.LocalAddr().(*net.UDPAddr).Port)
-		forge := func(f *bth.PacketFields, payload []byte) []byte {
-			f.BTH.DestQP, f.BTH.PSN, f.BTH.PKey, f.BTH.AckReq = a.q.QPN(), psnB, 0xffff, true
-			const off = 64
-			buf := make([]byte, off+bth.PacketLen(f.BTH.Opcode, len(payload)))
-			n, err := f.Encode(buf[off:], payload)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ip := bth.PutDatagramHeaders(buf, off, n, &bth.DatagramFields{Src: spoofer, Dst: p.AddrA, SrcPort: sport, DstPort: 4791, TTL: 64, DF: true})
-			if err := bth.PutICRC(buf[ip : off+n]); err != nil {
-				t.Fatal(err)
-			}
-			return buf[off : off+n]
+		type pkt struct {
+			f       *bth.PacketFields
+			payload []byte
 		}
-		pkts := [][]byte{
-			forge(&bth.PacketFields{BTH: bth.BTHFields{Opcode: bth.RCWriteOnly}, RETH: bth.RETHFields{VA: a.mr.Addr(), RKey: a.mr.RKey(), DMALen: 64}}, bytes.Repeat([]byte{0xee}, 64)),
-			forge(&bth.PacketFields{BTH: bth.BTHFields{Opcode: bth.RCFetchAdd}, AtomicETH: bth.AtomicETHFields{VA: a.mr.Addr() + 64, RKey: a.mr.RKey(), SwapAdd: 1}}, nil),
-			forge(&bth.PacketFields{BTH: bth.BTHFields{Opcode: bth.RCReadRequest}, RETH: bth.RETHFields{VA: a.mr.Addr(), RKey: a.mr.RKey(), DMALen: 64}}, nil),
+		pkts := []pkt{
+			{forged(&bth.PacketFields{BTH: bth.BTHFields{Opcode: bth.RCWriteOnly}, RETH: bth.RETHFields{VA: a.mr.Addr(), RKey: a.mr.RKey(), DMALen: 64}}), bytes.Repeat([]byte{0xee}, 64)},
+			{forged(&bth.PacketFields{BTH: bth.BTHFields{Opcode: bth.RCFetchAdd}, AtomicETH: bth.AtomicETHFields{VA: a.mr.Addr() + 64, RKey: a.mr.RKey(), SwapAdd: 1}}), nil},
+			{forged(&bth.PacketFields{BTH: bth.BTHFields{Opcode: bth.RCReadRequest}, RETH: bth.RETHFields{VA: a.mr.Addr(), RKey: a.mr.RKey(), DMALen: 64}}), nil},
 		}
 		rx0 := a.d.LinkStats().RxPackets
 		for range 10 {
-			for _, pkt := range pkts {
-				if _, err := c.Write(pkt); err != nil {
-					t.Fatal(err)
-				}
+			for _, k := range pkts {
+				f.send(t, k.f, k.payload)
 			}
 		}
 		sent := uint64(10 * len(pkts))
