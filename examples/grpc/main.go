@@ -62,7 +62,7 @@ func main() {
 	}
 	ctx, cancel := cli.Context(o.timeout)
 	defer cancel()
-	d, err := openDevice(o)
+	d, err := netdev.OpenCM(o.bind, o.server)
 	if err == nil {
 		err = run(ctx, d, o, os.Stdout)
 	}
@@ -142,20 +142,4 @@ func call(ctx context.Context, d *verbs.Device, o options, out io.Writer) error 
 	fmt.Fprintf(out, "%d calls of %d bytes echoed: round trip median %v, max %v\n",
 		len(rtts), o.size, rtts[len(rtts)/2], rtts[len(rtts)-1])
 	return nil
-}
-
-// openDevice opens the device on -b, else (client) on the address that
-// routes to the server.
-func openDevice(o options) (*verbs.Device, error) {
-	if o.bind != "" {
-		return netdev.OpenAddr(o.bind)
-	}
-	if o.server == "" {
-		return nil, errors.New("the server needs -b (uroce binds one address)")
-	}
-	dst, err := netdev.Resolve(o.server, o.port)
-	if err != nil {
-		return nil, err
-	}
-	return netdev.OpenToward(dst.Addr().String())
 }

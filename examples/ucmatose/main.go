@@ -62,7 +62,7 @@ func main() {
 		cli.BadUsage("ucmatose", err)
 	}
 	ctx, cancel := cli.Context(o.timeout)
-	d, err := openDevice(o)
+	d, err := netdev.OpenCM(o.bind, o.server)
 	if err == nil {
 		err = run(ctx, d, o, os.Stdout)
 	}
@@ -283,20 +283,4 @@ func client(ctx context.Context, o options, d *verbs.Device, m *rdmacm.CM, nodes
 		}
 	}
 	return nil
-}
-
-// openDevice opens the device on -b, else (client) on the address that
-// routes to the server.
-func openDevice(o options) (*verbs.Device, error) {
-	if o.bind != "" {
-		return netdev.OpenAddr(o.bind)
-	}
-	if o.server == "" {
-		return nil, errors.New("the server needs -b (uroce binds one address)")
-	}
-	dst, err := netdev.Resolve(o.server, o.port)
-	if err != nil {
-		return nil, err
-	}
-	return netdev.OpenToward(dst.Addr().String())
 }

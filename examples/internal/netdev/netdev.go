@@ -71,6 +71,23 @@ func OpenFirstUp(flag string) (*verbs.Device, error) {
 	return nil, fmt.Errorf("%w: name one with %s", ErrNoInterface, flag)
 }
 
+// OpenCM opens a device as the rdma_cm programs' flags pick it: on bind
+// (their -b) if set, else, for a client, on the address that routes to
+// server (their -s). A server must name its address: uroce binds one.
+func OpenCM(bind, server string) (*verbs.Device, error) {
+	if bind != "" {
+		return OpenAddr(bind)
+	}
+	if server == "" {
+		return nil, errors.New("the server needs -b (uroce binds one address)")
+	}
+	dst, err := Resolve(server, 0)
+	if err != nil {
+		return nil, err
+	}
+	return OpenToward(dst.Addr().String())
+}
+
 // Resolve turns a host (a name or an IP address) and a port into the
 // address to connect to, as rping's and cmatose's get_addr
 // (getaddrinfo, first answer).

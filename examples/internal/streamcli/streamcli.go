@@ -6,7 +6,6 @@ package streamcli
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -80,7 +79,7 @@ func Main(name string, minSize int, run func(ctx context.Context, d *verbs.Devic
 		cli.BadUsage(name, err)
 	}
 	ctx, cancel := cli.Context(o.Timeout)
-	d, err := OpenDevice(o)
+	d, err := netdev.OpenCM(o.Bind, o.Server)
 	if err == nil {
 		err = run(ctx, d, o, os.Stdout)
 	}
@@ -168,20 +167,4 @@ func cntStr(n int64) string {
 		return fmt.Sprintf("%dk", n/1e3)
 	}
 	return fmt.Sprint(n)
-}
-
-// OpenDevice opens the device on -b, else (client) on the address that
-// routes to the server.
-func OpenDevice(o Options) (*verbs.Device, error) {
-	if o.Bind != "" {
-		return netdev.OpenAddr(o.Bind)
-	}
-	if o.Server == "" {
-		return nil, errors.New("the server needs -b (uroce binds one address)")
-	}
-	dst, err := netdev.Resolve(o.Server, o.Port)
-	if err != nil {
-		return nil, err
-	}
-	return netdev.OpenToward(dst.Addr().String())
 }
