@@ -3,11 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/uroce/uroce/examples/internal/loopback"
+	"github.com/uroce/uroce/examples/internal/progtest"
 	"github.com/uroce/uroce/verbs"
 )
 
@@ -20,44 +21,33 @@ func TestLoopback(t *testing.T) {
 			defer cancel()
 			sctx, stop := context.WithCancel(ctx)
 			o := options{port: 8080, requests: tc.requests, size: tc.size}
-			var srvOut, cliOut strings.Builder
-			serr, cerr := loopback.Run(ctx, func(d *verbs.Device, listening func()) error {
+			_, cliOut := progtest.Run(t, ctx, func(d *verbs.Device, listening func(), out io.Writer) error {
 				srv := o
 				srv.listening = listening
-				return run(sctx, d, srv, &srvOut)
-			}, func(d *verbs.Device) error {
+				return run(sctx, d, srv, out)
+			}, func(d *verbs.Device, server string, out io.Writer) error {
 				defer stop() // the server ends once the client is done
 				cli := o
-				cli.server = loopback.B.String()
-				return run(ctx, d, cli, &cliOut)
+				cli.server = server
+				return run(ctx, d, cli, out)
 			})
-			if cerr != nil {
-				t.Fatalf("client: %v\n%s", cerr, cliOut.String())
+			if want := fmt.Sprintf("%d requests of %d bytes echoed", tc.requests, tc.size); !strings.Contains(cliOut, want) {
+				t.Errorf("client printed:\n%s", cliOut)
 			}
-			if serr != nil {
-				t.Fatalf("server: %v\n%s", serr, srvOut.String())
-			}
-			if want := fmt.Sprintf("%d requests of %d bytes echoed", tc.requests, tc.size); !strings.Contains(cliOut.String(), want) {
-				t.Errorf("client printed:\n%s", cliOut.String())
-			}
-			t.Log(strings.TrimSpace(cliOut.String()))
+			t.Log(strings.TrimSpace(cliOut))
 		})
 	}
 }
 
 func TestParseFlags(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		ok   bool
-	}{
-		{[]string{}, true},
-		{[]string{"-s", "10.0.0.1", "-n", "5", "-S", "10"}, true},
-		{[]string{"-n", "0"}, false},
-		{[]string{"-p", "70000"}, false},
-	} {
-		_, err := parseFlags(tc.args, &strings.Builder{})
-		if (err == nil) != tc.ok {
-			t.Errorf("%q: %v", tc.args, err)
-		}
-	}
+	progtest.CheckFlags(t, func(args []string, errOut io.Writer) error {
+		_, err := parseFlags(args, errOut)
+		return err
+	}, [][]string{
+		{},
+		{"-s", "10.0.0.1", "-n", "5", "-S", "10"},
+	}, [][]string{
+		{"-n", "0"},
+		{"-p", "70000"},
+	})
 }

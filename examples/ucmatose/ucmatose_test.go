@@ -3,11 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/uroce/uroce/examples/internal/loopback"
+	"github.com/uroce/uroce/examples/internal/progtest"
 	"github.com/uroce/uroce/verbs"
 )
 
@@ -20,49 +21,39 @@ func TestLoopback(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			o := options{port: 7471, connections: tc.connections, count: tc.count, size: tc.size}
-			var srvOut, cliOut strings.Builder
-			serr, cerr := loopback.Run(ctx, func(d *verbs.Device, listening func()) error {
+			srvOut, cliOut := progtest.Run(t, ctx, func(d *verbs.Device, listening func(), out io.Writer) error {
 				srv := o
 				srv.listening = listening
-				return run(ctx, d, srv, &srvOut)
-			}, func(d *verbs.Device) error {
+				return run(ctx, d, srv, out)
+			}, func(d *verbs.Device, server string, out io.Writer) error {
 				cli := o
-				cli.server = loopback.B.String()
-				return run(ctx, d, cli, &cliOut)
+				cli.server = server
+				return run(ctx, d, cli, out)
 			})
-			if cerr != nil {
-				t.Fatalf("client: %v\n%s", cerr, cliOut.String())
-			}
-			if serr != nil {
-				t.Fatalf("server: %v\n%s", serr, srvOut.String())
-			}
 			want := "cmatose: disconnecting\ndisconnected\n"
 			if tc.count > 0 {
 				want = "data transfers complete\n" + want
 			}
-			if !strings.HasSuffix(srvOut.String(), want) {
-				t.Errorf("server printed:\n%s", srvOut.String())
+			if !strings.HasSuffix(srvOut, want) {
+				t.Errorf("server printed:\n%s", srvOut)
 			}
-			if tc.count > 0 && !strings.HasSuffix(cliOut.String(), "sending replies\ndata transfers complete\n") {
-				t.Errorf("client printed:\n%s", cliOut.String())
+			if tc.count > 0 && !strings.HasSuffix(cliOut, "sending replies\ndata transfers complete\n") {
+				t.Errorf("client printed:\n%s", cliOut)
 			}
 		})
 	}
 }
 
 func TestParseFlags(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		ok   bool
-	}{
-		{[]string{}, true},
-		{[]string{"-s", "10.0.0.1", "-C", "5", "-S", "10", "-c", "2"}, true},
-		{[]string{"-c", "0"}, false},
-		{[]string{"-C", "-1"}, false},
-		{[]string{"-p", "70000"}, false},
-	} {
-		if _, err := parseFlags(tc.args, &strings.Builder{}); (err == nil) != tc.ok {
-			t.Errorf("%q: %v", tc.args, err)
-		}
-	}
+	progtest.CheckFlags(t, func(args []string, errOut io.Writer) error {
+		_, err := parseFlags(args, errOut)
+		return err
+	}, [][]string{
+		{},
+		{"-s", "10.0.0.1", "-C", "5", "-S", "10", "-c", "2"},
+	}, [][]string{
+		{"-c", "0"},
+		{"-C", "-1"},
+		{"-p", "70000"},
+	})
 }

@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/uroce/uroce/examples/internal/loopback"
+	"github.com/uroce/uroce/examples/internal/progtest"
 	"github.com/uroce/uroce/pkg/rdmacm"
 	"github.com/uroce/uroce/verbs"
 )
@@ -21,32 +23,25 @@ func TestLoopback(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			o := options{connections: tc.connections, count: tc.count, size: tc.size, tos: -1}
-			var srvOut, cliOut strings.Builder
-			serr, cerr := loopback.Run(ctx, func(d *verbs.Device, listening func()) error {
+			srvOut, cliOut := progtest.Run(t, ctx, func(d *verbs.Device, listening func(), out io.Writer) error {
 				srv := o
 				srv.listening = listening
-				return run(ctx, d, srv, &srvOut)
-			}, func(d *verbs.Device) error {
+				return run(ctx, d, srv, out)
+			}, func(d *verbs.Device, server string, out io.Writer) error {
 				cli := o
-				cli.server = loopback.B.String()
-				return run(ctx, d, cli, &cliOut)
+				cli.server = server
+				return run(ctx, d, cli, out)
 			})
-			if cerr != nil {
-				t.Fatalf("client: %v\n%s", cerr, cliOut.String())
-			}
-			if serr != nil {
-				t.Fatalf("server: %v\n%s", serr, srvOut.String())
-			}
 			srvWant, cliWant := "udaddy: starting server\n", "udaddy: starting client\nudaddy: connecting\n"
 			if tc.count > 0 {
 				srvWant += "receiving data transfers\nsending replies\ndata transfers complete\n"
 				cliWant += "initiating data transfers\nreceiving data transfers\ndata transfers complete\n"
 			}
-			if srvOut.String() != srvWant {
-				t.Errorf("server printed:\n%s", srvOut.String())
+			if srvOut != srvWant {
+				t.Errorf("server printed:\n%s", srvOut)
 			}
-			if cliOut.String() != cliWant {
-				t.Errorf("client printed:\n%s", cliOut.String())
+			if cliOut != cliWant {
+				t.Errorf("client printed:\n%s", cliOut)
 			}
 		})
 	}
@@ -75,24 +70,21 @@ func TestNoServer(t *testing.T) {
 }
 
 func TestParseFlags(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		ok   bool
-	}{
-		{[]string{}, true},
-		{[]string{"-s", "10.0.0.1", "-C", "5", "-S", "10", "-c", "2", "-t", "0x20"}, true},
-		{[]string{"-P", "udp", "-p", "0x111", "-f", "ip"}, true},
-		{[]string{"-P", "ipoib"}, false},
-		{[]string{"-p", "0x2"}, false},
-		{[]string{"-f", "gid"}, false},
-		{[]string{"-c", "0"}, false},
-		{[]string{"-C", "-1"}, false},
-		{[]string{"-t", "300"}, false},
-	} {
-		if _, err := parseFlags(tc.args, &strings.Builder{}); (err == nil) != tc.ok {
-			t.Errorf("%q: %v", tc.args, err)
-		}
-	}
+	progtest.CheckFlags(t, func(args []string, errOut io.Writer) error {
+		_, err := parseFlags(args, errOut)
+		return err
+	}, [][]string{
+		{},
+		{"-s", "10.0.0.1", "-C", "5", "-S", "10", "-c", "2", "-t", "0x20"},
+		{"-P", "udp", "-p", "0x111", "-f", "ip"},
+	}, [][]string{
+		{"-P", "ipoib"},
+		{"-p", "0x2"},
+		{"-f", "gid"},
+		{"-c", "0"},
+		{"-C", "-1"},
+		{"-t", "300"},
+	})
 	if o, _ := parseFlags([]string{"-S", "0"}, &strings.Builder{}); o.count != 0 {
 		t.Errorf("-S 0 leaves count %d", o.count)
 	}
