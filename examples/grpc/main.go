@@ -22,27 +22,20 @@ import (
 )
 
 type options struct {
-	server  string // -s: the server's address; empty on the server
-	bind    string // -b
-	port    int
-	calls   int
-	size    int
-	timeout time.Duration
-
-	// For tests: called once the server listens.
-	listening func()
+	cli.Endpoint
+	port  int
+	calls int
+	size  int
 }
 
 func parseFlags(args []string, errOut io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("grpc", flag.ContinueOnError)
 	fs.SetOutput(errOut)
-	fs.StringVar(&o.server, "s", "", "server `address` (client mode)")
-	fs.StringVar(&o.bind, "b", "", "bind `address`")
+	o.Endpoint.Flags(fs)
 	fs.IntVar(&o.port, "p", 7472, "rdma_cm `port`")
 	fs.IntVar(&o.calls, "n", 100, "`calls`")
 	fs.IntVar(&o.size, "S", 64, "message `size`")
-	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long (0: never)")
 	if err := cli.Parse(fs, args); err != nil {
 		return o, err
 	}
@@ -60,9 +53,9 @@ func main() {
 	if err != nil {
 		cli.BadUsage("grpc", err)
 	}
-	ctx, cancel := cli.Context(o.timeout)
+	ctx, cancel := cli.Context(o.Timeout)
 	defer cancel()
-	d, err := netdev.OpenCM(o.bind, o.server)
+	d, err := netdev.OpenCM(o.Bind, o.Server)
 	if err == nil {
 		err = run(ctx, d, o, os.Stdout)
 	}
@@ -75,7 +68,7 @@ func main() {
 // run is the whole program once the device is open. It closes d.
 func run(ctx context.Context, d *verbs.Device, o options, out io.Writer) (err error) {
 	defer func() { err = errors.Join(err, d.Close()) }()
-	if o.server == "" {
+	if o.Server == "" {
 		return serve(ctx, d, o, out)
 	}
 	return call(ctx, d, o, out)
@@ -89,9 +82,7 @@ func serve(ctx context.Context, d *verbs.Device, o options, out io.Writer) error
 	}
 	s := newServer()
 	fmt.Fprintf(out, "serving gRPC on rsocket %v\n", l.Addr())
-	if o.listening != nil {
-		o.listening()
-	}
+	o.Listen()
 	stop := context.AfterFunc(ctx, s.GracefulStop)
 	defer stop()
 	// Serve closes l; after GracefulStop it returns nil.
@@ -117,7 +108,7 @@ func dial(target string, dialer func(context.Context, string) (net.Conn, error))
 
 // call makes the calls, checking and timing each.
 func call(ctx context.Context, d *verbs.Device, o options, out io.Writer) error {
-	cc, err := dial(net.JoinHostPort(o.server, fmt.Sprint(o.port)), dialer(d))
+	cc, err := dial(net.JoinHostPort(o.Server, fmt.Sprint(o.port)), dialer(d))
 	if err != nil {
 		return err
 	}

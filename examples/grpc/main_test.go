@@ -23,13 +23,13 @@ func TestLoopback(t *testing.T) {
 			o := options{port: 7472, calls: tc.calls, size: tc.size}
 			_, cliOut := progtest.Run(t, ctx, func(d *verbs.Device, listening func(), out io.Writer) error {
 				srv := o
-				srv.listening = listening
+				srv.Listening = listening
 				return run(sctx, d, srv, out)
 			}, func(d *verbs.Device, server string, out io.Writer) error {
 				defer stop() // the server ends once the client is done
-				cli := o
-				cli.server = server
-				return run(ctx, d, cli, out)
+				c := o
+				c.Server = server
+				return run(ctx, d, c, out)
 			})
 			if want := fmt.Sprintf("%d calls of %d bytes echoed", tc.calls, tc.size); !strings.Contains(cliOut, want) {
 				t.Errorf("client printed:\n%s", cliOut)

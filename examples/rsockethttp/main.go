@@ -20,27 +20,20 @@ import (
 )
 
 type options struct {
-	server   string // -s: the server's address; empty on the server
-	bind     string // -b
+	cli.Endpoint
 	port     int
 	requests int
 	size     int
-	timeout  time.Duration
-
-	// For tests: called once the server listens.
-	listening func()
 }
 
 func parseFlags(args []string, errOut io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("rsockethttp", flag.ContinueOnError)
 	fs.SetOutput(errOut)
-	fs.StringVar(&o.server, "s", "", "server `address` (client mode)")
-	fs.StringVar(&o.bind, "b", "", "bind `address`")
+	o.Endpoint.Flags(fs)
 	fs.IntVar(&o.port, "p", 8080, "rdma_cm `port`")
 	fs.IntVar(&o.requests, "n", 100, "`requests`")
 	fs.IntVar(&o.size, "S", 1024, "request body `size`")
-	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long (0: never)")
 	if err := cli.Parse(fs, args); err != nil {
 		return o, err
 	}
@@ -58,9 +51,9 @@ func main() {
 	if err != nil {
 		cli.BadUsage("rsockethttp", err)
 	}
-	ctx, cancel := cli.Context(o.timeout)
+	ctx, cancel := cli.Context(o.Timeout)
 	defer cancel()
-	d, err := netdev.OpenCM(o.bind, o.server)
+	d, err := netdev.OpenCM(o.Bind, o.Server)
 	if err == nil {
 		err = run(ctx, d, o, os.Stdout)
 	}
@@ -73,7 +66,7 @@ func main() {
 // run is the whole program once the device is open. It closes d.
 func run(ctx context.Context, d *verbs.Device, o options, out io.Writer) (err error) {
 	defer func() { err = errors.Join(err, d.Close()) }()
-	if o.server == "" {
+	if o.Server == "" {
 		return serve(ctx, d, o, out)
 	}
 	return fetch(ctx, d, o, out)
@@ -99,9 +92,7 @@ func serve(ctx context.Context, d *verbs.Device, o options, out io.Writer) error
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(out, "serving HTTP on rsocket %v\n", l.Addr())
-	if o.listening != nil {
-		o.listening()
-	}
+	o.Listen()
 	stop := context.AfterFunc(ctx, func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -125,7 +116,7 @@ func fetch(ctx context.Context, d *verbs.Device, o options, out io.Writer) error
 	}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
-	url := fmt.Sprintf("http://%s/echo", net.JoinHostPort(o.server, fmt.Sprint(o.port)))
+	url := fmt.Sprintf("http://%s/echo", net.JoinHostPort(o.Server, fmt.Sprint(o.port)))
 	body := make([]byte, o.size)
 	for i := range body {
 		body[i] = byte(i * 31)

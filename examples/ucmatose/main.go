@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"time"
 
 	"github.com/uroce/uroce/examples/internal/cli"
 	"github.com/uroce/uroce/examples/internal/netdev"
@@ -16,42 +15,24 @@ import (
 )
 
 type options struct {
-	server      string // -s: the server's address; empty on the server
-	bind        string // -b
-	port        int
-	connections int
-	count       int
-	size        int
-	timeout     time.Duration
-
-	// For tests: called once the server listens.
-	listening func()
+	cli.CMTest
+	port int
 }
 
 func parseFlags(args []string, errOut io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("ucmatose", flag.ContinueOnError)
 	fs.SetOutput(errOut)
-	fs.StringVar(&o.server, "s", "", "server `address` (client mode)")
-	fs.StringVar(&o.bind, "b", "", "bind `address`")
+	o.CMTest.Flags(fs)
 	fs.IntVar(&o.port, "p", 7471, "`port`")
-	fs.IntVar(&o.connections, "c", 1, "`connections`")
-	fs.IntVar(&o.count, "C", 10, "message `count` per connection")
-	fs.IntVar(&o.size, "S", 100, "message `size`")
-	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long (uroce only; 0: never)")
 	if err := cli.Parse(fs, args); err != nil {
 		return o, err
 	}
-	switch {
-	case o.connections < 1:
-		return o, fmt.Errorf("bad connections %d", o.connections)
-	case o.count < 0 || o.size < 0:
-		return o, fmt.Errorf("bad count %d or size %d", o.count, o.size)
-	case o.port < 1 || o.port > 65535:
-		return o, fmt.Errorf("bad port %d", o.port)
+	if err := o.Check(); err != nil {
+		return o, err
 	}
-	if o.size == 0 {
-		o.count = 0 // cmatose's create_message
+	if o.port < 1 || o.port > 65535 {
+		return o, fmt.Errorf("bad port %d", o.port)
 	}
 	return o, nil
 }
@@ -61,20 +42,13 @@ func main() {
 	if err != nil {
 		cli.BadUsage("ucmatose", err)
 	}
-	ctx, cancel := cli.Context(o.timeout)
-	d, err := netdev.OpenCM(o.bind, o.server)
+	ctx, cancel := cli.Context(o.Timeout)
+	d, err := netdev.OpenCM(o.Bind, o.Server)
 	if err == nil {
 		err = run(ctx, d, o, os.Stdout)
 	}
 	cancel()
-	// cmatose's last lines, on standard output, failed or not.
-	fmt.Println("test complete")
-	if err != nil {
-		fmt.Println("ucmatose:", err)
-		fmt.Println("return status 1")
-		os.Exit(1)
-	}
-	fmt.Println("return status 0")
+	cli.CMTestExit("ucmatose", err)
 }
 
 // node is one connection's objects (cmatose's struct cmatest_node).
@@ -90,7 +64,7 @@ type node struct {
 // newNode is cmatose's init_node and post_recvs: the QP in INIT with every
 // receive posted before the connection exists.
 func newNode(d *verbs.Device, o options) (n *node, err error) {
-	cqe := max(o.count, 1)
+	cqe := max(o.Count, 1)
 	n = &node{pd: d.AllocPD(), sendCQ: d.CreateCQ(cqe), recvCQ: d.CreateCQ(cqe)}
 	defer func() {
 		if err != nil {
@@ -101,14 +75,14 @@ func newNode(d *verbs.Device, o options) (n *node, err error) {
 		Cap: verbs.QPCap{MaxSendWR: cqe, MaxRecvWR: cqe, MaxSendSGE: 1, MaxRecvSGE: 1}}); err != nil {
 		return nil, err
 	}
-	if n.mr, err = n.pd.AllocMR(max(o.size, 1), verbs.AccessLocalWrite); err != nil {
+	if n.mr, err = n.pd.AllocMR(max(o.Size, 1), verbs.AccessLocalWrite); err != nil {
 		return nil, err
 	}
 	if err = rdmacm.InitQP(n.qp, 0); err != nil {
 		return nil, err
 	}
-	for range o.count {
-		if err = n.qp.PostRecv(&verbs.RecvWR{SGL: []verbs.SGE{n.mr.SGE(0, o.size)}}); err != nil {
+	for range o.Count {
+		if err = n.qp.PostRecv(&verbs.RecvWR{SGL: []verbs.SGE{n.mr.SGE(0, o.Size)}}); err != nil {
 			return nil, fmt.Errorf("failed to post receives: %w", err)
 		}
 	}
@@ -127,8 +101,8 @@ func (n *node) close() {
 }
 
 func (n *node) postSends(o options) error {
-	for range o.count {
-		if err := n.qp.PostSend(&verbs.SendWR{Opcode: verbs.WRSend, SGL: []verbs.SGE{n.mr.SGE(0, o.size)}}); err != nil {
+	for range o.Count {
+		if err := n.qp.PostSend(&verbs.SendWR{Opcode: verbs.WRSend, SGL: []verbs.SGE{n.mr.SGE(0, o.Size)}}); err != nil {
 			return fmt.Errorf("failed to post sends: %w", err)
 		}
 	}
@@ -163,13 +137,13 @@ func run(ctx context.Context, d *verbs.Device, o options, out io.Writer) (err er
 	}
 	defer func() { err = errors.Join(err, m.Close()) }()
 
-	nodes := make([]*node, 0, o.connections)
+	nodes := make([]*node, 0, o.Connections)
 	defer func() {
 		for _, n := range nodes {
 			n.close()
 		}
 	}()
-	if o.server == "" {
+	if o.Server == "" {
 		return server(ctx, o, d, m, &nodes, out)
 	}
 	return client(ctx, o, d, m, &nodes, out)
@@ -183,10 +157,8 @@ func server(ctx context.Context, o options, d *verbs.Device, m *rdmacm.CM, nodes
 	defer l.Close()
 	// Printed once listening, so a script may start the client on it.
 	fmt.Fprintln(out, "cmatose: starting server")
-	if o.listening != nil {
-		o.listening()
-	}
-	for range o.connections {
+	o.Listen()
+	for range o.Connections {
 		req, err := l.Accept(ctx)
 		if err != nil {
 			return err
@@ -202,7 +174,7 @@ func server(ctx context.Context, o options, d *verbs.Device, m *rdmacm.CM, nodes
 			return fmt.Errorf("failure accepting: %w", err)
 		}
 	}
-	if o.count > 0 {
+	if o.Count > 0 {
 		fmt.Fprintln(out, "initiating data transfers")
 		for _, n := range *nodes {
 			if err := n.postSends(o); err != nil {
@@ -211,13 +183,13 @@ func server(ctx context.Context, o options, d *verbs.Device, m *rdmacm.CM, nodes
 		}
 		fmt.Fprintln(out, "completing sends")
 		for _, n := range *nodes {
-			if err := poll(ctx, n.sendCQ, o.count); err != nil {
+			if err := poll(ctx, n.sendCQ, o.Count); err != nil {
 				return err
 			}
 		}
 		fmt.Fprintln(out, "receiving data transfers")
 		for _, n := range *nodes {
-			if err := poll(ctx, n.recvCQ, o.count); err != nil {
+			if err := poll(ctx, n.recvCQ, o.Count); err != nil {
 				return err
 			}
 		}
@@ -242,12 +214,12 @@ func server(ctx context.Context, o options, d *verbs.Device, m *rdmacm.CM, nodes
 
 func client(ctx context.Context, o options, d *verbs.Device, m *rdmacm.CM, nodes *[]*node, out io.Writer) error {
 	fmt.Fprintln(out, "cmatose: starting client")
-	dst, err := netdev.Resolve(o.server, o.port)
+	dst, err := netdev.Resolve(o.Server, o.port)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintln(out, "cmatose: connecting")
-	for range o.connections {
+	for range o.Connections {
 		n, err := newNode(d, o)
 		if err != nil {
 			return err
@@ -258,10 +230,10 @@ func client(ctx context.Context, o options, d *verbs.Device, m *rdmacm.CM, nodes
 			return fmt.Errorf("event: %w", err)
 		}
 	}
-	if o.count > 0 {
+	if o.Count > 0 {
 		fmt.Fprintln(out, "receiving data transfers")
 		for _, n := range *nodes {
-			if err := poll(ctx, n.recvCQ, o.count); err != nil {
+			if err := poll(ctx, n.recvCQ, o.Count); err != nil {
 				return err
 			}
 		}

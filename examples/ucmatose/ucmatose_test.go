@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uroce/uroce/examples/internal/cli"
 	"github.com/uroce/uroce/examples/internal/progtest"
 	"github.com/uroce/uroce/verbs"
 )
@@ -20,15 +21,15 @@ func TestLoopback(t *testing.T) {
 		t.Run(fmt.Sprintf("c%d-C%d-S%d", tc.connections, tc.count, tc.size), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			o := options{port: 7471, connections: tc.connections, count: tc.count, size: tc.size}
+			o := options{port: 7471, CMTest: cli.CMTest{Connections: tc.connections, Count: tc.count, Size: tc.size}}
 			srvOut, cliOut := progtest.Run(t, ctx, func(d *verbs.Device, listening func(), out io.Writer) error {
 				srv := o
-				srv.listening = listening
+				srv.Listening = listening
 				return run(ctx, d, srv, out)
 			}, func(d *verbs.Device, server string, out io.Writer) error {
-				cli := o
-				cli.server = server
-				return run(ctx, d, cli, out)
+				c := o
+				c.Server = server
+				return run(ctx, d, c, out)
 			})
 			want := "cmatose: disconnecting\ndisconnected\n"
 			if tc.count > 0 {

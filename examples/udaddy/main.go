@@ -9,7 +9,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/uroce/uroce/examples/internal/cli"
 	"github.com/uroce/uroce/examples/internal/netdev"
@@ -22,16 +21,8 @@ import (
 const port = 7174
 
 type options struct {
-	server      string // -s: the server's address; empty on the server
-	bind        string // -b
-	connections int
-	count       int
-	size        int
-	tos         int // -t; -1 unset
-	timeout     time.Duration
-
-	// For tests: called once the server listens.
-	listening func()
+	cli.CMTest
+	tos int // -t; -1 unset
 }
 
 func parseFlags(args []string, errOut io.Writer) (options, error) {
@@ -39,24 +30,16 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 	var ps, psName, format, tos string
 	fs := flag.NewFlagSet("udaddy", flag.ContinueOnError)
 	fs.SetOutput(errOut)
-	fs.StringVar(&o.server, "s", "", "server `address` (client mode)")
-	fs.StringVar(&o.bind, "b", "", "bind `address`")
-	fs.IntVar(&o.connections, "c", 1, "`connections`")
-	fs.IntVar(&o.count, "C", 10, "message `count` per connection")
-	fs.IntVar(&o.size, "S", 100, "message `size`")
+	o.CMTest.Flags(fs)
 	fs.StringVar(&tos, "t", "", "type of `service` (the IP TOS byte of the datagrams)")
 	fs.StringVar(&ps, "p", "", "port `space`: 0x111 for UDP (the only one uroce has)")
 	fs.StringVar(&psName, "P", "", "port `space`: udp (ipoib is refused)")
 	fs.StringVar(&format, "f", "", "address `format`: name or ip (gid is refused)")
-	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long (uroce only; 0: never)")
 	if err := cli.Parse(fs, args); err != nil {
 		return o, err
 	}
-	switch {
-	case o.connections < 1:
-		return o, fmt.Errorf("bad connections %d", o.connections)
-	case o.count < 0 || o.size < 0:
-		return o, fmt.Errorf("bad count %d or size %d", o.count, o.size)
+	if err := o.Check(); err != nil {
+		return o, err
 	}
 	if ps != "" {
 		if v, err := strconv.ParseUint(ps, 0, 16); err != nil || mad.PortSpace(v) != mad.PortSpaceUDP {
@@ -76,9 +59,6 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 		}
 		o.tos = int(v)
 	}
-	if o.size == 0 {
-		o.count = 0 // udaddy's create_message
-	}
 	return o, nil
 }
 
@@ -87,20 +67,13 @@ func main() {
 	if err != nil {
 		cli.BadUsage("udaddy", err)
 	}
-	ctx, cancel := cli.Context(o.timeout)
-	d, err := netdev.OpenCM(o.bind, o.server)
+	ctx, cancel := cli.Context(o.Timeout)
+	d, err := netdev.OpenCM(o.Bind, o.Server)
 	if err == nil {
 		err = run(ctx, d, o, os.Stdout)
 	}
 	cancel()
-	// udaddy's last lines, on standard output, failed or not.
-	fmt.Println("test complete")
-	if err != nil {
-		fmt.Println("udaddy:", err)
-		fmt.Println("return status 1")
-		os.Exit(1)
-	}
-	fmt.Println("return status 0")
+	cli.CMTestExit("udaddy", err)
 }
 
 // node is one UD service's objects (udaddy's struct cmatest_node).
@@ -118,14 +91,14 @@ type node struct {
 // QP in RTS with rdma_cm's Q_Key and every receive posted (room for the
 // GRH and a message) before the resolution.
 func newNode(d *verbs.Device, o options) (n *node, err error) {
-	if mtu := d.MaxPathMTU(); o.count > 0 && o.size > mtu {
-		return nil, fmt.Errorf("message_size %d is larger than active mtu %d", o.size, mtu)
+	if mtu := d.MaxPathMTU(); o.Count > 0 && o.Size > mtu {
+		return nil, fmt.Errorf("message_size %d is larger than active mtu %d", o.Size, mtu)
 	}
 	cqe := 2
-	if o.count > 0 {
-		cqe = 2 * o.count
+	if o.Count > 0 {
+		cqe = 2 * o.Count
 	}
-	wrs := max(o.count, 1)
+	wrs := max(o.Count, 1)
 	n = &node{pd: d.AllocPD(), cq: d.CreateCQ(cqe)}
 	defer func() {
 		if err != nil {
@@ -136,14 +109,14 @@ func newNode(d *verbs.Device, o options) (n *node, err error) {
 		Cap: verbs.QPCap{MaxSendWR: wrs, MaxRecvWR: wrs, MaxSendSGE: 1, MaxRecvSGE: 1}}); err != nil {
 		return nil, fmt.Errorf("unable to create QP: %w", err)
 	}
-	if n.mr, err = n.pd.AllocMR(o.size+verbs.GRHLen, verbs.AccessLocalWrite); err != nil {
+	if n.mr, err = n.pd.AllocMR(o.Size+verbs.GRHLen, verbs.AccessLocalWrite); err != nil {
 		return nil, err
 	}
 	if err = rdmacm.InitUDQP(n.qp, 0); err != nil {
 		return nil, err
 	}
-	for range o.count {
-		if err = n.qp.PostRecv(&verbs.RecvWR{SGL: []verbs.SGE{n.mr.SGE(0, o.size+verbs.GRHLen)}}); err != nil {
+	for range o.Count {
+		if err = n.qp.PostRecv(&verbs.RecvWR{SGL: []verbs.SGE{n.mr.SGE(0, o.Size+verbs.GRHLen)}}); err != nil {
 			return nil, fmt.Errorf("failed to post receives: %w", err)
 		}
 	}
@@ -167,9 +140,9 @@ func (n *node) postSends(o options, signaled bool) error {
 	if signaled {
 		flags = verbs.SendSignaled
 	}
-	for range o.count {
+	for range o.Count {
 		if err := n.qp.PostSend(&verbs.SendWR{Opcode: verbs.WRSendWithImm, Flags: flags, Imm: n.qp.QPN(),
-			SGL: []verbs.SGE{n.mr.SGE(0, o.size)}, AH: n.ah, RemoteQPN: n.remoteQPN, RemoteQKey: n.qkey}); err != nil {
+			SGL: []verbs.SGE{n.mr.SGE(0, o.Size)}, AH: n.ah, RemoteQPN: n.remoteQPN, RemoteQKey: n.qkey}); err != nil {
 			return fmt.Errorf("failed to post sends: %w", err)
 		}
 	}
@@ -210,13 +183,13 @@ func run(ctx context.Context, d *verbs.Device, o options, out io.Writer) (err er
 		return err
 	}
 	defer func() { err = errors.Join(err, m.Close()) }()
-	nodes := make([]*node, 0, o.connections)
+	nodes := make([]*node, 0, o.Connections)
 	defer func() {
 		for _, n := range nodes {
 			n.close()
 		}
 	}()
-	if o.server == "" {
+	if o.Server == "" {
 		return server(ctx, o, d, m, &nodes, out)
 	}
 	return client(ctx, o, d, m, &nodes, out)
@@ -231,10 +204,8 @@ func server(ctx context.Context, o options, d *verbs.Device, m *rdmacm.CM, nodes
 	// Printed once listening (udaddy prints it just before), so a script
 	// may start the client on it.
 	fmt.Fprintln(out, "udaddy: starting server")
-	if o.listening != nil {
-		o.listening()
-	}
-	for range o.connections {
+	o.Listen()
+	for range o.Connections {
 		req, err := l.Accept(ctx)
 		if err != nil {
 			return err
@@ -250,12 +221,12 @@ func server(ctx context.Context, o options, d *verbs.Device, m *rdmacm.CM, nodes
 			return fmt.Errorf("failure accepting: %w", err)
 		}
 	}
-	if o.count == 0 {
+	if o.Count == 0 {
 		return nil
 	}
 	fmt.Fprintln(out, "receiving data transfers")
 	for _, n := range *nodes {
-		if err := n.poll(ctx, o.count, o.tos); err != nil {
+		if err := n.poll(ctx, o.Count, o.tos); err != nil {
 			return err
 		}
 	}
@@ -266,7 +237,7 @@ func server(ctx context.Context, o options, d *verbs.Device, m *rdmacm.CM, nodes
 		}
 	}
 	for _, n := range *nodes {
-		if err := n.poll(ctx, o.count, o.tos); err != nil {
+		if err := n.poll(ctx, o.Count, o.tos); err != nil {
 			return err
 		}
 	}
@@ -276,12 +247,12 @@ func server(ctx context.Context, o options, d *verbs.Device, m *rdmacm.CM, nodes
 
 func client(ctx context.Context, o options, d *verbs.Device, m *rdmacm.CM, nodes *[]*node, out io.Writer) error {
 	fmt.Fprintln(out, "udaddy: starting client")
-	dst, err := netdev.Resolve(o.server, port)
+	dst, err := netdev.Resolve(o.Server, port)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintln(out, "udaddy: connecting")
-	for range o.connections {
+	for range o.Connections {
 		n, err := newNode(d, o)
 		if err != nil {
 			return err
@@ -300,7 +271,7 @@ func client(ctx context.Context, o options, d *verbs.Device, m *rdmacm.CM, nodes
 		}
 		n.remoteQPN, n.qkey = peer.QPN, peer.QKey
 	}
-	if o.count == 0 {
+	if o.Count == 0 {
 		return nil
 	}
 	fmt.Fprintln(out, "initiating data transfers")
@@ -311,7 +282,7 @@ func client(ctx context.Context, o options, d *verbs.Device, m *rdmacm.CM, nodes
 	}
 	fmt.Fprintln(out, "receiving data transfers")
 	for _, n := range *nodes {
-		if err := n.poll(ctx, o.count, o.tos); err != nil {
+		if err := n.poll(ctx, o.Count, o.tos); err != nil {
 			return err
 		}
 	}

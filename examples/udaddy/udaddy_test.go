@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uroce/uroce/examples/internal/cli"
 	"github.com/uroce/uroce/examples/internal/loopback"
 	"github.com/uroce/uroce/examples/internal/progtest"
 	"github.com/uroce/uroce/pkg/rdmacm"
@@ -22,15 +23,15 @@ func TestLoopback(t *testing.T) {
 		t.Run(fmt.Sprintf("c%d-C%d-S%d", tc.connections, tc.count, tc.size), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			o := options{connections: tc.connections, count: tc.count, size: tc.size, tos: -1}
+			o := options{CMTest: cli.CMTest{Connections: tc.connections, Count: tc.count, Size: tc.size}, tos: -1}
 			srvOut, cliOut := progtest.Run(t, ctx, func(d *verbs.Device, listening func(), out io.Writer) error {
 				srv := o
-				srv.listening = listening
+				srv.Listening = listening
 				return run(ctx, d, srv, out)
 			}, func(d *verbs.Device, server string, out io.Writer) error {
-				cli := o
-				cli.server = server
-				return run(ctx, d, cli, out)
+				c := o
+				c.Server = server
+				return run(ctx, d, c, out)
 			})
 			srvWant, cliWant := "udaddy: starting server\n", "udaddy: starting client\nudaddy: connecting\n"
 			if tc.count > 0 {
@@ -63,7 +64,7 @@ func TestNoServer(t *testing.T) {
 	}
 	defer srv()
 	var out strings.Builder
-	err = run(ctx, a, options{server: loopback.B.String(), connections: 1, count: 1, size: 10, tos: -1}, &out)
+	err = run(ctx, a, options{CMTest: cli.CMTest{Endpoint: cli.Endpoint{Server: loopback.B.String()}, Connections: 1, Count: 1, Size: 10}, tos: -1}, &out)
 	if err == nil || !strings.Contains(err.Error(), "service ID not supported") {
 		t.Errorf("got %v\n%s", err, out.String())
 	}
@@ -85,8 +86,8 @@ func TestParseFlags(t *testing.T) {
 		{"-C", "-1"},
 		{"-t", "300"},
 	})
-	if o, _ := parseFlags([]string{"-S", "0"}, &strings.Builder{}); o.count != 0 {
-		t.Errorf("-S 0 leaves count %d", o.count)
+	if o, _ := parseFlags([]string{"-S", "0"}, &strings.Builder{}); o.Count != 0 {
+		t.Errorf("-S 0 leaves count %d", o.Count)
 	}
 }
 

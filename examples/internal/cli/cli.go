@@ -75,3 +75,75 @@ func Run(name string, limit time.Duration, run func(ctx context.Context) error) 
 	}
 	os.Exit(0)
 }
+
+// Endpoint is the command line every rdma_cm program here shares: -s, the
+// server's address, which puts it in client mode; -b, the address to bind;
+// and -timeout.
+type Endpoint struct {
+	Server  string
+	Bind    string
+	Timeout time.Duration
+
+	// Listening, for tests, is called once the server listens.
+	Listening func()
+}
+
+// Flags registers -s, -b and -timeout in fs.
+func (e *Endpoint) Flags(fs *flag.FlagSet) {
+	fs.StringVar(&e.Server, "s", "", "server `address` (client mode)")
+	fs.StringVar(&e.Bind, "b", "", "bind `address`")
+	fs.DurationVar(&e.Timeout, "timeout", 0, "give up after this long (0: never)")
+}
+
+// Listen calls Listening, if a test set it.
+func (e Endpoint) Listen() {
+	if e.Listening != nil {
+		e.Listening()
+	}
+}
+
+// CMTest is the command line of librdmacm's cmatose family (cmatose,
+// udaddy): an Endpoint, -c connections, and -C messages of -S bytes on
+// each.
+type CMTest struct {
+	Endpoint
+	Connections int
+	Count       int
+	Size        int
+}
+
+// Flags registers the Endpoint's flags and -c, -C and -S in fs.
+func (o *CMTest) Flags(fs *flag.FlagSet) {
+	o.Endpoint.Flags(fs)
+	fs.IntVar(&o.Connections, "c", 1, "`connections`")
+	fs.IntVar(&o.Count, "C", 10, "message `count` per connection")
+	fs.IntVar(&o.Size, "S", 100, "message `size`")
+}
+
+// Check refuses what the cmatose family refuses; a size of 0 sends no
+// messages, as their create_message makes none.
+func (o *CMTest) Check() error {
+	switch {
+	case o.Connections < 1:
+		return fmt.Errorf("bad connections %d", o.Connections)
+	case o.Count < 0 || o.Size < 0:
+		return fmt.Errorf("bad count %d or size %d", o.Count, o.Size)
+	}
+	if o.Size == 0 {
+		o.Count = 0
+	}
+	return nil
+}
+
+// CMTestExit ends a cmatose-family program with their last lines, on
+// standard output whether it failed or not.
+func CMTestExit(name string, err error) {
+	fmt.Println("test complete")
+	if err != nil {
+		fmt.Printf("%s: %v\n", name, err)
+		fmt.Println("return status 1")
+		os.Exit(1)
+	}
+	fmt.Println("return status 0")
+	os.Exit(0)
+}

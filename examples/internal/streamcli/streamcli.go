@@ -21,17 +21,12 @@ import (
 
 // Options are the flags both programs take, in their custom mode (-S).
 type Options struct {
-	Server     string // -s: the server's address; empty on the server
-	Bind       string // -b
+	cli.Endpoint
 	Port       int
 	Size       int
 	Count      int
 	Iterations int
 	Verify     bool
-	Timeout    time.Duration
-
-	// Listening, for tests, is called once the server listens.
-	Listening func()
 }
 
 // Parse reads name's flags from args; a transfer is at least minSize
@@ -41,14 +36,12 @@ func Parse(name string, minSize int, args []string, errOut io.Writer) (Options, 
 	var tests string
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(errOut)
-	fs.StringVar(&o.Server, "s", "", "server `address` (client mode)")
-	fs.StringVar(&o.Bind, "b", "", "bind `address`")
+	o.Endpoint.Flags(fs)
 	fs.IntVar(&o.Port, "p", 7471, "`port`")
 	fs.IntVar(&o.Size, "S", 1000, "transfer `size`")
 	fs.IntVar(&o.Count, "C", 1000, "transfer `count` per iteration")
 	fs.IntVar(&o.Iterations, "I", 1, "`iterations`")
 	fs.StringVar(&tests, "T", "", "test `options`: v verify; b, n accepted")
-	fs.DurationVar(&o.Timeout, "timeout", 0, "give up after this long (uroce only; 0: never)")
 	if err := cli.Parse(fs, args); err != nil {
 		return o, err
 	}
@@ -101,9 +94,7 @@ func Connect(ctx context.Context, d *verbs.Device, o Options, out io.Writer) (c 
 			return nil, nil, err
 		}
 		PrintHeader(out)
-		if o.Listening != nil {
-			o.Listening()
-		}
+		o.Listen()
 		stop := context.AfterFunc(ctx, func() { l.Close() })
 		c, err = l.AcceptRsocket()
 		stop()
