@@ -21,31 +21,17 @@ import (
 	"github.com/uroce/uroce/verbs"
 )
 
-type options struct {
-	cli.Endpoint
-	port  int
-	calls int
-	size  int
-}
+type options = cli.Echo
 
 func parseFlags(args []string, errOut io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("grpc", flag.ContinueOnError)
 	fs.SetOutput(errOut)
-	o.Endpoint.Flags(fs)
-	fs.IntVar(&o.port, "p", 7472, "rdma_cm `port`")
-	fs.IntVar(&o.calls, "n", 100, "`calls`")
-	fs.IntVar(&o.size, "S", 64, "message `size`")
+	o.Flags(fs, 7472, 64, "calls")
 	if err := cli.Parse(fs, args); err != nil {
 		return o, err
 	}
-	switch {
-	case o.calls < 1 || o.size < 0:
-		return o, fmt.Errorf("bad calls %d or size %d", o.calls, o.size)
-	case o.port < 1 || o.port > 65535:
-		return o, fmt.Errorf("bad port %d", o.port)
-	}
-	return o, nil
+	return o, o.Check()
 }
 
 func main() {
@@ -76,7 +62,7 @@ func run(ctx context.Context, d *verbs.Device, o options, out io.Writer) (err er
 
 // serve runs the gRPC server on the rsocket listener until ctx ends.
 func serve(ctx context.Context, d *verbs.Device, o options, out io.Writer) error {
-	l, err := rsocket.Listen(ctx, d, fmt.Sprintf(":%d", o.port))
+	l, err := rsocket.Listen(ctx, d, fmt.Sprintf(":%d", o.Port))
 	if err != nil {
 		return err
 	}
@@ -108,18 +94,18 @@ func dial(target string, dialer func(context.Context, string) (net.Conn, error))
 
 // call makes the calls, checking and timing each.
 func call(ctx context.Context, d *verbs.Device, o options, out io.Writer) error {
-	cc, err := dial(net.JoinHostPort(o.Server, fmt.Sprint(o.port)), dialer(d))
+	cc, err := dial(net.JoinHostPort(o.Server, fmt.Sprint(o.Port)), dialer(d))
 	if err != nil {
 		return err
 	}
 	defer cc.Close()
-	req := make([]byte, o.size)
+	req := make([]byte, o.Size)
 	for i := range req {
 		req[i] = byte(i * 31)
 	}
 	var resp []byte
-	rtts := make([]time.Duration, 0, o.calls)
-	for i := range o.calls {
+	rtts := make([]time.Duration, 0, o.Count)
+	for i := range o.Count {
 		start := time.Now()
 		if err := echo(ctx, cc, req, &resp); err != nil {
 			return fmt.Errorf("call %d: %w", i, err)
@@ -131,6 +117,6 @@ func call(ctx context.Context, d *verbs.Device, o options, out io.Writer) error 
 	}
 	slices.Sort(rtts)
 	fmt.Fprintf(out, "%d calls of %d bytes echoed: round trip median %v, max %v\n",
-		len(rtts), o.size, rtts[len(rtts)/2], rtts[len(rtts)-1])
+		len(rtts), o.Size, rtts[len(rtts)/2], rtts[len(rtts)-1])
 	return nil
 }

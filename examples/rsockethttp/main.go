@@ -19,31 +19,17 @@ import (
 	"github.com/uroce/uroce/verbs"
 )
 
-type options struct {
-	cli.Endpoint
-	port     int
-	requests int
-	size     int
-}
+type options = cli.Echo
 
 func parseFlags(args []string, errOut io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("rsockethttp", flag.ContinueOnError)
 	fs.SetOutput(errOut)
-	o.Endpoint.Flags(fs)
-	fs.IntVar(&o.port, "p", 8080, "rdma_cm `port`")
-	fs.IntVar(&o.requests, "n", 100, "`requests`")
-	fs.IntVar(&o.size, "S", 1024, "request body `size`")
+	o.Flags(fs, 8080, 1024, "requests")
 	if err := cli.Parse(fs, args); err != nil {
 		return o, err
 	}
-	switch {
-	case o.requests < 1 || o.size < 0:
-		return o, fmt.Errorf("bad requests %d or size %d", o.requests, o.size)
-	case o.port < 1 || o.port > 65535:
-		return o, fmt.Errorf("bad port %d", o.port)
-	}
-	return o, nil
+	return o, o.Check()
 }
 
 func main() {
@@ -74,7 +60,7 @@ func run(ctx context.Context, d *verbs.Device, o options, out io.Writer) (err er
 
 // serve runs net/http on the rsocket listener until ctx ends.
 func serve(ctx context.Context, d *verbs.Device, o options, out io.Writer) error {
-	l, err := rsocket.Listen(ctx, d, fmt.Sprintf(":%d", o.port))
+	l, err := rsocket.Listen(ctx, d, fmt.Sprintf(":%d", o.Port))
 	if err != nil {
 		return err
 	}
@@ -116,13 +102,13 @@ func fetch(ctx context.Context, d *verbs.Device, o options, out io.Writer) error
 	}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
-	url := fmt.Sprintf("http://%s/echo", net.JoinHostPort(o.Server, fmt.Sprint(o.port)))
-	body := make([]byte, o.size)
+	url := fmt.Sprintf("http://%s/echo", net.JoinHostPort(o.Server, fmt.Sprint(o.Port)))
+	body := make([]byte, o.Size)
 	for i := range body {
 		body[i] = byte(i * 31)
 	}
-	rtts := make([]time.Duration, 0, o.requests)
-	for i := range o.requests {
+	rtts := make([]time.Duration, 0, o.Count)
+	for i := range o.Count {
 		start := time.Now()
 		req, err := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(body))
 		if err != nil {
@@ -144,6 +130,6 @@ func fetch(ctx context.Context, d *verbs.Device, o options, out io.Writer) error
 	}
 	slices.Sort(rtts)
 	fmt.Fprintf(out, "%d requests of %d bytes echoed: round trip median %v, max %v\n",
-		len(rtts), o.size, rtts[len(rtts)/2], rtts[len(rtts)-1])
+		len(rtts), o.Size, rtts[len(rtts)/2], rtts[len(rtts)-1])
 	return nil
 }

@@ -20,7 +20,7 @@ func TestLoopback(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			sctx, stop := context.WithCancel(ctx)
-			o := options{port: 8080, requests: tc.requests, size: tc.size}
+			o := options{Port: 8080, Count: tc.requests, Size: tc.size}
 			_, cliOut := progtest.Run(t, ctx, func(d *verbs.Device, listening func(), out io.Writer) error {
 				srv := o
 				srv.Listening = listening
@@ -37,17 +37,4 @@ func TestLoopback(t *testing.T) {
 			t.Log(strings.TrimSpace(cliOut))
 		})
 	}
-}
-
-func TestParseFlags(t *testing.T) {
-	progtest.CheckFlags(t, func(args []string, errOut io.Writer) error {
-		_, err := parseFlags(args, errOut)
-		return err
-	}, [][]string{
-		{},
-		{"-s", "10.0.0.1", "-n", "5", "-S", "10"},
-	}, [][]string{
-		{"-n", "0"},
-		{"-p", "70000"},
-	})
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/uroce/uroce/examples/internal/cli"
 	"github.com/uroce/uroce/examples/internal/progtest"
-	"github.com/uroce/uroce/verbs"
 )
 
 // TestLoopback runs the server and the client against each other over the
@@ -22,15 +21,7 @@ func TestLoopback(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			o := options{port: 7471, CMTest: cli.CMTest{Connections: tc.connections, Count: tc.count, Size: tc.size}}
-			srvOut, cliOut := progtest.Run(t, ctx, func(d *verbs.Device, listening func(), out io.Writer) error {
-				srv := o
-				srv.Listening = listening
-				return run(ctx, d, srv, out)
-			}, func(d *verbs.Device, server string, out io.Writer) error {
-				c := o
-				c.Server = server
-				return run(ctx, d, c, out)
-			})
+			srvOut, cliOut := progtest.Program(t, ctx, o, endpoint, run)
 			want := "cmatose: disconnecting\ndisconnected\n"
 			if tc.count > 0 {
 				want = "data transfers complete\n" + want
@@ -58,3 +49,5 @@ func TestParseFlags(t *testing.T) {
 		{"-p", "70000"},
 	})
 }
+
+func endpoint(o *options) *cli.Endpoint { return &o.Endpoint }

@@ -24,15 +24,7 @@ func TestLoopback(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			o := options{CMTest: cli.CMTest{Connections: tc.connections, Count: tc.count, Size: tc.size}, tos: -1}
-			srvOut, cliOut := progtest.Run(t, ctx, func(d *verbs.Device, listening func(), out io.Writer) error {
-				srv := o
-				srv.Listening = listening
-				return run(ctx, d, srv, out)
-			}, func(d *verbs.Device, server string, out io.Writer) error {
-				c := o
-				c.Server = server
-				return run(ctx, d, c, out)
-			})
+			srvOut, cliOut := progtest.Program(t, ctx, o, endpoint, run)
 			srvWant, cliWant := "udaddy: starting server\n", "udaddy: starting client\nudaddy: connecting\n"
 			if tc.count > 0 {
 				srvWant += "receiving data transfers\nsending replies\ndata transfers complete\n"
@@ -103,3 +95,5 @@ func rdmacmOpen(d *verbs.Device) (func(), error) {
 		d.Close()
 	}, nil
 }
+
+func endpoint(o *options) *cli.Endpoint { return &o.Endpoint }

@@ -147,3 +147,35 @@ func CMTestExit(name string, err error) {
 	fmt.Println("return status 0")
 	os.Exit(0)
 }
+
+// Echo is the command line of the echo programs (grpc, rsockethttp): an
+// Endpoint, the rdma_cm port -p, and -n round trips of -S bytes each.
+type Echo struct {
+	Endpoint
+	Port  int
+	Count int
+	Size  int
+	what  string // what a round trip is called: calls, requests
+}
+
+// Flags registers the Endpoint's flags and -p, -n and -S in fs, with the
+// program's default port and size; what names a round trip in the help
+// and in errors.
+func (o *Echo) Flags(fs *flag.FlagSet, port, size int, what string) {
+	o.Endpoint.Flags(fs)
+	o.what = what
+	fs.IntVar(&o.Port, "p", port, "rdma_cm `port`")
+	fs.IntVar(&o.Count, "n", 100, "number of `"+what+"`")
+	fs.IntVar(&o.Size, "S", size, "message `size`")
+}
+
+// Check refuses a count below 1, a negative size and a port out of range.
+func (o *Echo) Check() error {
+	switch {
+	case o.Count < 1 || o.Size < 0:
+		return fmt.Errorf("bad %s %d or size %d", o.what, o.Count, o.Size)
+	case o.Port < 1 || o.Port > 65535:
+		return fmt.Errorf("bad port %d", o.Port)
+	}
+	return nil
+}

@@ -54,3 +54,28 @@ func TestContext(t *testing.T) {
 		t.Errorf("after the limit: %v", ctx.Err())
 	}
 }
+
+func TestEcho(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		ok   bool
+	}{
+		{[]string{}, true},
+		{[]string{"-s", "10.0.0.1", "-n", "5", "-S", "10", "-timeout", "1s"}, true},
+		{[]string{"-n", "0"}, false},
+		{[]string{"-S", "-1"}, false},
+		{[]string{"-p", "70000"}, false},
+	} {
+		var o Echo
+		fs := flag.NewFlagSet("echo", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		o.Flags(fs, 7472, 64, "calls")
+		err := Parse(fs, tc.args)
+		if err == nil {
+			err = o.Check()
+		}
+		if (err == nil) != tc.ok {
+			t.Errorf("%q: %v", tc.args, err)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uroce/uroce/examples/internal/cli"
 	"github.com/uroce/uroce/examples/internal/loopback"
 	"github.com/uroce/uroce/examples/internal/streamcli"
 	"github.com/uroce/uroce/verbs"
@@ -40,6 +41,22 @@ func Run(t testing.TB, ctx context.Context,
 	return srv.String(), cli.String()
 }
 
+// Program runs a program's run as its server and as its client, from the
+// same options o (ep gives their Endpoint): the server's get Listening,
+// the client's the server's address. It returns what each printed.
+func Program[O any](t testing.TB, ctx context.Context, o O, ep func(*O) *cli.Endpoint, run func(ctx context.Context, d *verbs.Device, o O, out io.Writer) error) (srvOut, cliOut string) {
+	t.Helper()
+	return Run(t, ctx, func(d *verbs.Device, listening func(), out io.Writer) error {
+		srv := o
+		ep(&srv).Listening = listening
+		return run(ctx, d, srv, out)
+	}, func(d *verbs.Device, server string, out io.Writer) error {
+		c := o
+		ep(&c).Server = server
+		return run(ctx, d, c, out)
+	})
+}
+
 // CheckFlags runs parse over command lines: each in accepted must parse,
 // each in refused must fail.
 func CheckFlags(t testing.TB, parse func(args []string, errOut io.Writer) error, accepted, refused [][]string) {
@@ -66,15 +83,7 @@ func Stream(t *testing.T, name string, minSize int, run func(ctx context.Context
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			o := streamcli.Options{Port: 7471, Size: tc.Size, Count: tc.Count, Iterations: tc.Iterations, Verify: true}
-			srvOut, cliOut := Run(t, ctx, func(d *verbs.Device, listening func(), out io.Writer) error {
-				srv := o
-				srv.Listening = listening
-				return run(ctx, d, srv, out)
-			}, func(d *verbs.Device, server string, out io.Writer) error {
-				cli := o
-				cli.Server = server
-				return run(ctx, d, cli, out)
-			})
+			srvOut, cliOut := Program(t, ctx, o, func(o *streamcli.Options) *cli.Endpoint { return &o.Endpoint }, run)
 			for _, out := range []string{srvOut, cliOut} {
 				if !strings.Contains(out, "\ncustom    "+streamcli.SizeStr(int64(tc.Size))) {
 					t.Errorf("printed:\n%s", out)
