@@ -133,8 +133,8 @@ func ringSize(n int) int {
 }
 
 // QP is a queue pair: reliable-connected, unreliable connected,
-// unreliable datagram or the GSI QP (QP1). Its methods must be called by the engine's owner, like the
-// Engine's.
+// unreliable datagram or the GSI QP (QP1). Its methods must be called by
+// the engine's owner, like the Engine's.
 type QP struct {
 	// The fields come in the order the data path touches them: with
 	// thousands of QPs a QP's lines are cold when its turn comes, so every
