@@ -1,7 +1,7 @@
 // Package qp is the transport engine: the InfiniBand transport of IBA
-// chapter 9 for reliable-connected (RC), unreliable datagram (UD) and GSI
-// queue pairs, as Linux Soft-RoCE (rdma_rxe) and ConnectX implement it,
-// written as pure logic.
+// chapter 9 for reliable-connected (RC), unreliable connected (UC, uc.go),
+// unreliable datagram (UD) and GSI queue pairs, as Linux Soft-RoCE
+// (rdma_rxe) and ConnectX implement it, written as pure logic.
 //
 // Nothing here does I/O or reads a clock. The caller (package verbs, a test,
 // the simulator) hands the Engine received packets and the current time, and

@@ -136,7 +136,7 @@ func (e *Engine) CreateQP(cfg QPConfig) (*QP, error) {
 	switch cfg.Type {
 	case 0:
 		cfg.Type = QPTypeRC
-	case QPTypeRC, QPTypeUD:
+	case QPTypeRC, QPTypeUC, QPTypeUD:
 	case QPTypeGSI:
 		if e.gsi != nil {
 			return nil, fmt.Errorf("create QP: %w: the GSI QP exists", ErrBusy)
@@ -328,7 +328,7 @@ func (e *Engine) receiveOne(lp *link.Packet) {
 		// so a connected QP takes it only from there: anyone else
 		// could throttle the QP at will.
 		if q := e.QP(qpn); q != nil {
-			if q.cfg.Type == QPTypeRC && !e.fromPeer(q, lp) {
+			if q.cfg.Type.connected() && !e.fromPeer(q, lp) {
 				q.Counters.BadAddr++
 				return
 			}
@@ -340,7 +340,7 @@ func (e *Engine) receiveOne(lp *link.Packet) {
 		return
 	}
 	svc := p.Opcode().Service()
-	if svc != bth.ServiceRC && svc != bth.ServiceUD {
+	if svc != bth.ServiceRC && svc != bth.ServiceUD && svc != bth.ServiceUC {
 		e.Counters.BadPacket++
 		return
 	}
@@ -350,13 +350,13 @@ func (e *Engine) receiveOne(lp *link.Packet) {
 		e.Counters.NoQP++
 		return
 	}
-	if (svc == bth.ServiceUD) != (q.cfg.Type != QPTypeRC) {
+	if svc != q.cfg.Type.service() {
 		// The opcode is not of the QP's service (rxe's
 		// check_type_state).
 		q.Counters.Dropped++
 		return
 	}
-	if svc == bth.ServiceRC && !e.fromPeer(q, lp) {
+	if svc != bth.ServiceUD && !e.fromPeer(q, lp) {
 		q.Counters.BadAddr++
 		return
 	}
@@ -374,6 +374,14 @@ func (e *Engine) receiveOne(lp *link.Packet) {
 	}
 	if lp.CE() {
 		e.ccCE(q)
+	}
+	if svc == bth.ServiceUC {
+		if !q.state.receives() {
+			q.Counters.Dropped++
+			return
+		}
+		e.respondUC(q, p)
+		return
 	}
 	if p.Has(bth.Request) {
 		if !q.state.receives() {
@@ -500,7 +508,7 @@ func (e *Engine) newPacket(q *QP, bf *bth.BTHFields, payloadLen int, response bo
 	}
 	bf.PadCnt = uint8(-payloadLen & 3)
 	bf.PKey = q.pkey
-	if q.cfg.Type == QPTypeRC {
+	if q.cfg.Type.connected() {
 		bf.DestQP = q.attr.DestQPN // a datagram's is its WR's
 	}
 	hl := e.pf.EncodeHeaders(b, bf)

@@ -132,9 +132,9 @@ func ringSize(n int) int {
 	return size
 }
 
-// QP is a queue pair: reliable-connected, unreliable datagram or the GSI
-// QP (QP1). Its methods must be called by the engine's owner, like the
-// Engine's.
+// QP is a queue pair: reliable-connected, unreliable connected,
+// unreliable datagram or the GSI QP (QP1). Its methods must be called by
+// the engine's owner, like the Engine's.
 type QP struct {
 	// The fields come in the order the data path touches them: with
 	// thousands of QPs a QP's lines are cold when its turn comes, so every
@@ -193,7 +193,8 @@ func (q *QP) Config() QPConfig { return q.cfg }
 // the QP is in RTS, SQD, SQE or ERR (where the WR completes flushed),
 // ErrQueueFull when MaxSendWR WRs are outstanding, and ErrBadWR for a
 // malformed WR (on a UD or GSI QP also: an opcode other than SEND, no AH
-// or destination, a remote QPN over 24 bits).
+// or destination, a remote QPN over 24 bits; on a UC QP a READ or an
+// atomic).
 func (q *QP) PostSend(now time.Time, wr *SendWR) error {
 	if !q.state.CanPostSend() {
 		return fmt.Errorf("post send on QP %d: %w: %s", q.qpn, ErrBadState, q.state)
@@ -213,7 +214,7 @@ func (q *QP) PostSend(now time.Time, wr *SendWR) error {
 		return fmt.Errorf("post send: %w: inline data of %d bytes (max %d) on %s", ErrBadWR, len(wr.InlineData), q.cfg.MaxInline, wr.Opcode)
 	}
 	if q.cfg.Type != QPTypeRC {
-		if err := checkUDWR(wr); err != nil {
+		if err := checkTypeWR(q.cfg.Type, wr); err != nil {
 			return err
 		}
 	}
@@ -222,7 +223,7 @@ func (q *QP) PostSend(now time.Time, wr *SendWR) error {
 	// would make every caller's SGL escape to the heap.
 	w.wr = wqeWR{ID: wr.ID, Opcode: wr.Opcode, Flags: wr.Flags, Imm: wr.Imm, RemoteAddr: wr.RemoteAddr,
 		RKey: wr.RKey, CompareAdd: wr.CompareAdd, Swap: wr.Swap, RemoteQPN: wr.RemoteQPN, RemoteQKey: wr.RemoteQKey}
-	if q.cfg.Type != QPTypeRC {
+	if !q.cfg.Type.connected() {
 		w.ah = *wr.AH
 	}
 	if q.cfg.SignalAll {
@@ -397,7 +398,7 @@ func (q *QP) reset() {
 // its message limit, rxe's UDP source port for its QPN
 // (rxe_qp_init_req), and for GSI the fixed Q_Key.
 func (q *QP) initType() {
-	if q.cfg.Type == QPTypeRC {
+	if q.cfg.Type.connected() {
 		return
 	}
 	q.mtu = int32(q.e.portMTU())

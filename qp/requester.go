@@ -35,6 +35,9 @@ func (e *Engine) runRequester(q *QP, budget int) bool {
 		return false
 	}
 	if q.cfg.Type != QPTypeRC {
+		if q.cfg.Type == QPTypeUC {
+			return e.runUCRequester(q, budget)
+		}
 		return e.runUDRequester(q, budget)
 	}
 	if q.req.needRetry && !q.req.waitRNR {

@@ -164,7 +164,9 @@ func checkModify(t QPType, cur QPState, a *Attr, mask AttrMask) error {
 	}
 	implied := AttrPKeyIndex | AttrPort | AttrState
 	table := rcTransitions
-	if t != QPTypeRC {
+	if t == QPTypeUC {
+		table = ucTransitions
+	} else if t != QPTypeRC {
 		table = udTransitions
 	}
 	if t == QPTypeGSI {

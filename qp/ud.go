@@ -11,12 +11,13 @@ import (
 type QPType uint8
 
 // QP types, with rdma-core's values where it has them (IBV_QPT_RC = 2,
-// IBV_QPT_UD = 4) and the kernel's IB_QPT_GSI = 1. A zero QPType in a
-// QPConfig means RC, so configurations written before UD existed keep
-// their meaning.
+// IBV_QPT_UC = 3, IBV_QPT_UD = 4) and the kernel's IB_QPT_GSI = 1. A
+// zero QPType in a QPConfig means RC, so configurations written before
+// UD existed keep their meaning.
 const (
 	QPTypeGSI QPType = 1
 	QPTypeRC  QPType = 2
+	QPTypeUC  QPType = 3
 	QPTypeUD  QPType = 4
 )
 
@@ -24,6 +25,8 @@ func (t QPType) String() string {
 	switch t {
 	case 0, QPTypeRC:
 		return "RC"
+	case QPTypeUC:
+		return "UC"
 	case QPTypeUD:
 		return "UD"
 	case QPTypeGSI:

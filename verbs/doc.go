@@ -1,7 +1,9 @@
 // Package verbs is uroce's public API, shaped after rdma-core's libibverbs:
 // a Device over one link, protection domains (PD), memory regions (MR),
 // completion queues (CQ) and queue pairs (QueuePair) that take work
-// requests by value: reliable-connected, unreliable datagram (QPInit.Type
+// requests by value: reliable-connected, unreliable connected (QPInit.Type
+// QPTypeUC: SEND and WRITE without ACKs; a message that lost a packet is
+// dropped whole), unreliable datagram (QPInit.Type
 // QPTypeUD, addressed per WR with an AH from PD.CreateAH, ActivateUD for
 // the INIT/RTR/RTS steps) and the GSI QP, QP1, which connection managers
 // use for their MADs. A datagram arrives behind the 40-byte GRH area

@@ -20,8 +20,8 @@ type QPCap struct {
 
 // QPInit describes a new QP (ibv_qp_init_attr).
 type QPInit struct {
-	// Type is the transport: QPTypeRC (the zero value), QPTypeUD, or
-	// QPTypeGSI for QP1, which a device has at most one of.
+	// Type is the transport: QPTypeRC (the zero value), QPTypeUC,
+	// QPTypeUD, or QPTypeGSI for QP1, which a device has at most one of.
 	Type           QPType
 	SendCQ, RecvCQ *CQ
 	// SRQ, when set, is where the QP takes its receive WRs from; its
@@ -37,7 +37,7 @@ type QPInit struct {
 }
 
 // QueuePair is a queue pair (ibv_qp): reliable-connected, unreliable
-// datagram, or the GSI QP.
+// connected, unreliable datagram, or the GSI QP.
 type QueuePair struct {
 	pd *PD
 	q  *qp.QP
@@ -166,6 +166,9 @@ func (q *QueuePair) Endpoint(psn uint32) Endpoint {
 }
 
 // Connect takes a QP from RESET through INIT and RTR to RTS toward remote.
+// A UC QP takes the path, PSNs and access only: the timeout, retry and
+// READ options have no meaning without ACKs (IBA 11.2.4.2), and
+// ibv_uc_pingpong and perftest -c UC set none of them.
 func (q *QueuePair) Connect(remote Endpoint, o ConnectOptions) error {
 	if o.Access == 0 {
 		o.Access = AccessLocalWrite | AccessRemoteWrite | AccessRemoteRead | AccessRemoteAtomic
@@ -196,6 +199,10 @@ func (q *QueuePair) Connect(remote Endpoint, o ConnectOptions) error {
 			qp.AttrState | qp.AttrAV | qp.AttrPathMTU | qp.AttrDestQPN | qp.AttrRQPSN | qp.AttrMaxDestRdAtomic | qp.AttrMinRNRTimer},
 		{QPAttr{State: StateRTS, Timeout: o.Timeout, RetryCnt: o.RetryCnt, RNRRetry: o.RNRRetry, SQPSN: o.PSN, MaxRdAtomic: o.RdAtomic, Retrans: o.Retrans},
 			qp.AttrState | qp.AttrTimeout | qp.AttrRetryCnt | qp.AttrRNRRetry | qp.AttrSQPSN | qp.AttrMaxQPRdAtomic | qp.AttrRetrans},
+	}
+	if q.q.Config().Type == QPTypeUC {
+		steps[1].m &^= qp.AttrMaxDestRdAtomic | qp.AttrMinRNRTimer
+		steps[2].m = qp.AttrState | qp.AttrSQPSN
 	}
 	for _, s := range steps {
 		if err := q.Modify(&s.a, s.m); err != nil {

@@ -333,12 +333,14 @@ const (
 	WCGRH     WCFlags = qp.WCGRH
 )
 
-// QPType is a QP's transport (ibv_qp_type): QPTypeRC, QPTypeUD, QPTypeGSI.
+// QPType is a QP's transport (ibv_qp_type): QPTypeRC, QPTypeUC, QPTypeUD,
+// QPTypeGSI.
 type QPType = qp.QPType
 
 // QP types (ibv_qp_type); a zero QPInit.Type means RC.
 const (
 	QPTypeRC  QPType = qp.QPTypeRC
+	QPTypeUC  QPType = qp.QPTypeUC
 	QPTypeUD  QPType = qp.QPTypeUD
 	QPTypeGSI QPType = qp.QPTypeGSI
 )

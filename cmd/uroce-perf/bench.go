@@ -109,6 +109,8 @@ func (b *bench) Setup(sys perftest.SysData) ([]perftest.Dest, error) {
 		typ := verbs.QPTypeRC
 		if c.ud() {
 			typ = verbs.QPTypeUD
+		} else if c.uc() {
+			typ = verbs.QPTypeUC
 		}
 		qp, err := b.pd.CreateQP(&verbs.QPInit{Type: typ, SendCQ: b.scq, RecvCQ: b.rcq, Cap: verbs.QPCap{
 			MaxSendWR: c.tx, MaxRecvWR: c.rx, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInline: c.inline}})
@@ -512,9 +514,10 @@ func (b *bench) recvBW(size int, posted, completed []time.Duration) error {
 	var first time.Duration
 	for rcnt < total {
 		n, err := b.poll(b.rcq, b.wc[:])
-		if err != nil && b.cfg.ud() && rcnt > 0 {
-			// Datagrams that found no receive are lost: as perftest's
-			// check_alive, end the loop and report what came.
+		if err != nil && b.cfg.unreliable() && rcnt > 0 {
+			// Datagrams that found no receive, and UC messages that
+			// lost a packet, are lost: as perftest's check_alive,
+			// end the loop and report what came.
 			if b.cfg.notice != nil {
 				fmt.Fprintf(b.cfg.notice, "uroce-perf: did not get a message for %v, exiting: total received %d, total iterations required %d\n",
 					b.cfg.timeout, rcnt, total)

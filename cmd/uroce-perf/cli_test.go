@@ -73,7 +73,7 @@ func TestCLIParseErrors(t *testing.T) {
 			once: `invalid value "1x" for flag -size`, noOut: true},
 		{name: "unknown flag", args: []string{"read_lat", "--zz"}, code: 2,
 			once: "flag provided but not defined: -zz", stderr: []string{"uroce-perf read_lat -h"}, noOut: true},
-		{name: "check", args: []string{"write_lat", "-c", "UC"}, code: 2,
+		{name: "check", args: []string{"read_lat", "-c", "UC"}, code: 2,
 			once: "connection type UC", noOut: true},
 	})
 }

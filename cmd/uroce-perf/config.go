@@ -343,7 +343,7 @@ func parseArgs(k kind, args []string, helpOut io.Writer) (*config, error) {
 	fs.BoolVar(&cpuFreq, "F", false, "accepted for perftest compatibility (no cycle counter here)")
 	fs.BoolVar(&cpuFreq, "CPU-freq", false, "same as -F")
 	fs.BoolVar(&c.gbits, "report_gbits", false, "report bandwidth in Gb/s instead of MB/s (2^20 bytes, as perftest)")
-	strVar(&c.conn, "c", "connection", "RC", "connection type: RC, or UD (send_lat, send_bw)")
+	strVar(&c.conn, "c", "connection", "RC", "connection type: RC, UC (write and send tests), or UD (send_lat, send_bw)")
 	intVar(&c.tx, "t", "tx-depth", defTx, "send queue depth")
 	intVar(&c.rx, "r", "rx-depth", 512, "receive queue depth (send tests)")
 	intVar(&c.qps, "q", "qp", 1, "number of QPs")
@@ -502,15 +502,21 @@ const udQKey = 0x11111111
 // ud says whether the test runs on UD QPs (-c UD).
 func (c *config) ud() bool { return strings.EqualFold(c.conn, "UD") }
 
+// uc says whether the test runs on UC QPs (-c UC).
+func (c *config) uc() bool { return strings.EqualFold(c.conn, "UC") }
+
+// unreliable says whether a message may be lost for good (UD, UC): a
+// receiver that waits in vain then reports what came, as perftest's
+// check_alive does.
+func (c *config) unreliable() bool { return c.ud() || c.uc() }
+
 // checkConn checks -c against the connection types perftest names.
 func (c *config) checkConn() error {
 	switch t := strings.ToUpper(c.conn); t {
-	case "RC", "UD":
+	case "RC", "UC", "UD":
 		return nil
-	case "UC":
-		return &unsupportedError{fmt.Sprintf("-c %s (perftest's connection type UC) is not supported: uroce has no UC QPs yet; it runs RC, and UD in send_lat and send_bw", c.conn)}
 	case "XRC", "DC", "SRD", "RAWETH":
-		return &unsupportedError{fmt.Sprintf("-c %s (perftest's connection type %s) is not supported: uroce-perf runs RC, and UD in send_lat and send_bw", c.conn, t)}
+		return &unsupportedError{fmt.Sprintf("-c %s (perftest's connection type %s) is not supported: uroce-perf runs RC, UC in write and send tests, and UD in send_lat and send_bw", c.conn, t)}
 	default:
 		return fmt.Errorf("%w: connection type %s: invalid, choose from {RC,UC,UD,XRC,DC,SRD}", ErrUsage, c.conn)
 	}
@@ -519,8 +525,13 @@ func (c *config) checkConn() error {
 // udDefaults applies perftest's UD defaults where the command line left
 // them: receive depth the iterations, at most 16000 (UC_MAX_RX), since
 // a datagram that finds no receive is lost; inline 188 bytes in send_lat
-// (DEF_INLINE_SEND_UD), and at most 1024 (MAX_INLINE_UD).
+// (DEF_INLINE_SEND_UD), and at most 1024 (MAX_INLINE_UD). UC takes the
+// same receive depth, in iteration mode (perftest's force_dependecies),
+// and RC's inline sizes.
 func (c *config) udDefaults(set map[string]bool) {
+	if c.uc() && !c.durationMode() && !set["r"] && !set["rx-depth"] {
+		c.rx = min(c.iters, 16000)
+	}
 	if !c.ud() {
 		return
 	}
@@ -556,6 +567,10 @@ func (c *config) check() error {
 		return fmt.Errorf("%w: -N: NoPeak only valid for BW tests", ErrUsage)
 	case c.ud() && c.kind.verb != verbSend:
 		return fmt.Errorf("%w: connection type UD: UD connection only possible in SEND tests (perftest's rule)", ErrUsage)
+	case c.uc() && (c.kind.verb == verbRead || c.kind.verb == verbAtomic):
+		return fmt.Errorf("%w: connection type UC: UC connection not possible in READ/ATOMIC verbs (perftest's rule)", ErrUsage)
+	case c.uc() && c.rdmaCM:
+		return fmt.Errorf("%w: connection type UC with -R: UC is not supported in librdmacm (perftest's rule)", ErrUsage)
 	case c.ud() && c.rdmaCM:
 		return fmt.Errorf("%w: connection type UD with -R (rdma_cm) is not supported", ErrUsage)
 	case c.ud() && c.bidir:
@@ -596,6 +611,9 @@ func (c *config) check() error {
 func (c *config) connName() string {
 	if c.ud() {
 		return "UD"
+	}
+	if c.uc() {
+		return "UC"
 	}
 	return "RC"
 }

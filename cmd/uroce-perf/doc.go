@@ -45,11 +45,14 @@
 //     -D (5) seconds until interrupted.
 //   - -b (bandwidth tests): both sides send; each prints the sum of both
 //     reports (send_bw -b -D: its own), as perftest.
-//   - -c RC, or UD in send_lat and send_bw: UD QPs with perftest's Q_Key
-//     0x11111111, messages of at most one MTU; a send_bw server whose
-//     datagrams stop coming reports what came after --timeout.
+//   - -c RC; UC in the write and send tests: no ACKs, a message that lost
+//     a packet is lost whole, and the receive depth is the iterations (at
+//     most 16000) as perftest sets it; or UD in send_lat and send_bw: UD
+//     QPs with perftest's Q_Key 0x11111111, messages of at most one MTU.
+//     A UC or UD send_bw server whose messages stop coming reports what
+//     came after --timeout.
 //
-// Every other option of perftest 4.5's and 25.x's (UC, SRQ, post lists,
+// Every other option of perftest 4.5's and 25.x's (XRC, SRQ, post lists,
 // raw Ethernet, GPU memory, rate limits ...) is refused by name,
 // "uroce-perf: --foo (perftest's ...) is not supported", and so are the
 // combinations perftest refuses, with its reasons (perftestopts.go,

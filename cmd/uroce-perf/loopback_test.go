@@ -428,7 +428,7 @@ func TestCommandLine(t *testing.T) {
 	if !strings.Contains(so.String(), "Waiting for client to connect") {
 		t.Errorf("server did not say it waits:\n%s", so.String())
 	}
-	if err := run([]string{"write_lat", "-c", "UC"}, io.Discard, io.Discard); !errors.Is(err, ErrUsage) {
+	if err := run([]string{"read_lat", "-c", "UC"}, io.Discard, io.Discard); !errors.Is(err, ErrUsage) {
 		t.Errorf("UC: %v", err)
 	}
 	if err := run([]string{"bogus"}, io.Discard, io.Discard); !errors.Is(err, ErrUsage) {

@@ -219,8 +219,62 @@ func TestLoopbackUD(t *testing.T) {
 	}
 }
 
-// TestConnArgs: -c takes RC, and UD for the send tests; UC and the other
-// types perftest knows are named as unsupported, anything else invalid.
+// TestLoopbackUC: the write and send tests on UC QPs (-c UC) between two
+// uroce-perf over loopback: perftest's reports, and no ACK on the wire.
+func TestLoopbackUC(t *testing.T) {
+	for _, tt := range []struct {
+		test  string
+		flags []string
+		sizes []int
+		iters int
+	}{
+		{"write_lat", []string{"-c", "UC", "-s", "64", "-n", "200"}, []int{64}, 200},
+		{"send_lat", []string{"-c", "UC", "-s", "3000", "-n", "200"}, []int{3000}, 200},
+		// The bandwidth tests' client sends without waiting for
+		// anything: kept small, so that the kernel's loopback drops
+		// none of it on a busy machine (UC would not recover it).
+		{"write_bw", []string{"-c", "UC", "-s", "4096", "-n", "100"}, []int{4096}, 100},
+		{"send_bw", []string{"--connection=UC", "-s", "1024", "-n", "100", "-t", "16"}, []int{1024}, 100},
+	} {
+		t.Run(tt.test, func(t *testing.T) {
+			so, co, pc := runPair(t, tt.test, tt.flags...)
+			for side, out := range map[string]string{"client": co, "server": so} {
+				if !strings.Contains(out, " Connection type : UC\t") {
+					t.Errorf("%s banner:\n%s", side, out)
+				}
+				rows := tableRows(t, out)
+				if len(rows) != len(tt.sizes) {
+					t.Fatalf("%s: %d rows, want %d:\n%s", side, len(rows), len(tt.sizes), out)
+				}
+				for i, r := range rows {
+					if int(r["#bytes"]) != tt.sizes[i] || int(r["#iterations"]) != tt.iters {
+						t.Errorf("%s row %d: %v", side, i, r)
+					}
+				}
+			}
+			want := uint64(0)
+			for _, s := range tt.sizes {
+				want += uint64(s * tt.iters)
+			}
+			// write_bw's server has nothing to wait for: a packet the
+			// loopback dropped shows only here, so it is not held
+			// against the run.
+			if pc.Server.RxBytes < want && (tt.test != "write_bw" || pc.Server.RxBytes == 0) {
+				t.Errorf("server received %d bytes, want at least %d", pc.Server.RxBytes, want)
+			}
+			// The bandwidth tests' server sends nothing back over
+			// RoCE (the results go over TCP): an RC client would
+			// have ACKs.
+			if strings.HasSuffix(tt.test, "_bw") && pc.Client.RxPackets != 0 {
+				t.Errorf("the client received %d packets", pc.Client.RxPackets)
+			}
+		})
+	}
+}
+
+// TestConnArgs: -c takes RC, UC for the write and send tests, and UD for
+// the send tests; the other types perftest knows are named as
+// unsupported, anything else invalid.
 func TestConnArgs(t *testing.T) {
 	for _, tt := range []struct {
 		test, conn string
@@ -230,8 +284,10 @@ func TestConnArgs(t *testing.T) {
 		{"send_bw", "ud", ""},
 		{"write_bw", "RC", ""},
 		{"write_lat", "UD", "UD connection only possible in SEND tests"},
-		{"send_lat", "UC", "(perftest's connection type UC) is not supported"},
-		{"write_bw", "UC", "(perftest's connection type UC) is not supported"},
+		{"send_lat", "UC", ""},
+		{"write_bw", "uc", ""},
+		{"read_lat", "UC", "UC connection not possible in READ/ATOMIC verbs"},
+		{"atomic_bw", "UC", "UC connection not possible in READ/ATOMIC verbs"},
 		{"send_bw", "XRC", "(perftest's connection type XRC) is not supported"},
 		{"send_bw", "DC", "(perftest's connection type DC) is not supported"},
 		{"send_bw", "SRD", "(perftest's connection type SRD) is not supported"},
@@ -247,9 +303,19 @@ func TestConnArgs(t *testing.T) {
 	if c, _ := parseArgs(k, []string{"-c", "UD"}, io.Discard); c.rx != 5000 {
 		t.Errorf("UD send_bw rx depth %d, want the iterations", c.rx)
 	}
+	if c, _ := parseArgs(k, []string{"-c", "UC"}, io.Discard); c.rx != 5000 || c.inline != 0 {
+		t.Errorf("UC send_bw rx depth %d, want the iterations; inline %d, want RC's", c.rx, c.inline)
+	}
+	if _, err := parseArgs(k, []string{"-c", "UC", "-R"}, io.Discard); err == nil || !strings.Contains(err.Error(), "UC is not supported in librdmacm") {
+		t.Errorf("UC -R: %v", err)
+	}
 	k, _ = kindByName("send_lat")
 	if c, _ := parseArgs(k, []string{"-c", "UD", "-r", "64"}, io.Discard); c.rx != 64 || c.inline != 188 {
 		t.Errorf("UD send_lat -r 64: rx %d, inline %d", c.rx, c.inline)
+	}
+	rc, _ := parseArgs(k, nil, io.Discard)
+	if c, _ := parseArgs(k, []string{"-c", "UC"}, io.Discard); c.inline != rc.inline {
+		t.Errorf("UC send_lat inline %d, want RC's %d", c.inline, rc.inline)
 	}
 }
 

@@ -28,8 +28,11 @@
 //	-linger d     keep answering the peer's retransmissions for d after the
 //	              last exchange (default 1s; uroce only)
 //	-stats        print the QP's transport counters at the end (uroce only)
+//	-uc           use a UC queue pair, to speak with ibv_uc_pingpong (rdma-core's
+//	              ibv_rc_pingpong over UC: the same exchange and loop, no
+//	              ACKs; a lost message stops both programs)
 //
-// Facing ibv_rc_pingpong on rxe, give that side -g with its RoCEv2 GID
+// Facing ibv_rc_pingpong (or ibv_uc_pingpong) on rxe, give that side -g with its RoCEv2 GID
 // index (usually 1, the IPv4-mapped GID): without -g it sends a zero GID
 // and builds no GRH, which RoCE cannot route.
 //

@@ -31,6 +31,7 @@ type options struct {
 	stats   bool
 	linger  time.Duration
 	retry   int
+	uc      bool   // a UC QP, as ibv_uc_pingpong
 	metrics string // serve /metrics here while running
 	peer    string // the server's host; empty on the server
 
@@ -54,6 +55,7 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 	fs.IntVar(&o.rxDepth, "r", 500, "receives posted ahead (rx `depth`)")
 	fs.DurationVar(&o.linger, "linger", time.Second, "keep answering the peer's retransmissions this long after the last exchange (uroce only)")
 	fs.IntVar(&o.retry, "retry", 7, "transport retry `count`: 7 retries forever, as rxe reads it (uroce only; ibv_rc_pingpong always sets 7)")
+	fs.BoolVar(&o.uc, "uc", false, "use a UC QP and speak with ibv_uc_pingpong (no ACKs: a lost message stops the run, as it stops ibv_uc_pingpong)")
 	fs.BoolVar(&o.stats, "stats", false, "print the QP's transport counters at the end (uroce only)")
 	fs.StringVar(&o.metrics, "metrics", "", metricsflag.Usage+" (uroce only)")
 	var err error
@@ -101,7 +103,11 @@ func main() {
 func run(ctx context.Context, d *verbs.Device, o options, out io.Writer) (err error) {
 	defer func() { err = errors.Join(err, d.Close()) }()
 
-	p, err := newPingPong(d, o.size, o.rxDepth)
+	typ := verbs.QPTypeRC
+	if o.uc {
+		typ = verbs.QPTypeUC
+	}
+	p, err := newPingPongType(d, o.size, o.rxDepth, typ)
 	if err == nil {
 		p.retryCnt = uint8(o.retry)
 	}
@@ -155,8 +161,11 @@ func run(ctx context.Context, d *verbs.Device, o options, out io.Writer) (err er
 		return err
 	}
 	elapsed := time.Since(start)
-	if err := p.linger(ctx, o.linger); err != nil {
-		return err
+	if !o.uc {
+		// UC retransmits nothing: there is nothing to linger for.
+		if err := p.linger(ctx, o.linger); err != nil {
+			return err
+		}
 	}
 	pingdest.Summary(out, o.size, o.iters, elapsed)
 	return nil

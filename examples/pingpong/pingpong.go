@@ -50,6 +50,12 @@ type pingPong struct {
 // receives, all before the exchange: once our peer knows our QPN it may
 // send at any time.
 func newPingPong(d *verbs.Device, size, depth int) (*pingPong, error) {
+	return newPingPongType(d, size, depth, verbs.QPTypeRC)
+}
+
+// newPingPongType is newPingPong with a QP of type typ: RC, or UC as
+// ibv_uc_pingpong, which is ibv_rc_pingpong with a UC QP.
+func newPingPongType(d *verbs.Device, size, depth int, typ verbs.QPType) (*pingPong, error) {
 	p := &pingPong{size: size, depth: depth, pd: d.AllocPD(), retryCnt: 7}
 	var err error
 	// Receives need local write; SENDs need no remote access at all.
@@ -61,6 +67,7 @@ func newPingPong(d *verbs.Device, size, depth int) (*pingPong, error) {
 	// (ibv_create_cq(rx_depth + 1)).
 	p.cq = d.CreateCQ(depth + 1)
 	p.qp, err = p.pd.CreateQP(&verbs.QPInit{
+		Type:   typ,
 		SendCQ: p.cq, RecvCQ: p.cq,
 		Cap:       verbs.QPCap{MaxSendWR: 1, MaxRecvWR: depth, MaxSendSGE: 1, MaxRecvSGE: 1},
 		SignalAll: true,
@@ -96,7 +103,9 @@ func (p *pingPong) postRecv(slot int) error {
 
 // connect moves the QP through RTR to RTS toward remote, with
 // ibv_rc_pingpong's attributes: timeout 14, 7 retries, RNR retry 7, min
-// RNR timer 12, one outstanding READ/atomic each way.
+// RNR timer 12, one outstanding READ/atomic each way. A UC QP takes the
+// path and PSNs only, as ibv_uc_pingpong gives them (Connect leaves out
+// the rest).
 func (p *pingPong) connect(remote pingdest.Dest, myPSN uint32, mtu int) error {
 	if !remote.GID.IsValid() || remote.GID.IsUnspecified() {
 		// ibv_rc_pingpong without -g sends a zero GID: it means to

@@ -77,6 +77,30 @@ func TestLoopback(t *testing.T) {
 	}
 }
 
+// TestLoopbackUC runs the program with -uc, as ibv_uc_pingpong, over the
+// kernel's loopback: every answer checked, and no ACK on the wire (each
+// side received exactly the other's packets, -stats shows).
+func TestLoopbackUC(t *testing.T) {
+	for _, size := range []int{1, 4096} {
+		base := options{size: size, iters: 100, mtu: 1024, rxDepth: 500, uc: true, stats: true}
+		sout, cout, serr, cerr := runPair(t, base, base)
+		if serr != nil || cerr != nil {
+			t.Fatalf("server: %v\n%s\nclient: %v\n%s", serr, sout, cerr, cout)
+		}
+		pkts := uint64(100 * ((size + 1023) / 1024))
+		for _, out := range []string{sout, cout} {
+			for _, want := range []string{
+				fmt.Sprintf("%d iters in ", 100),
+				fmt.Sprintf("TxPackets:%d RxPackets:%d ", pkts, pkts),
+			} {
+				if !strings.Contains(out, want) {
+					t.Errorf("output lacks %q:\n%s", want, out)
+				}
+			}
+		}
+	}
+}
+
 // TestClientChecksAnswers has the client face a server that answers with
 // other bytes: the client must stop with errData, not count the exchange.
 func TestClientChecksAnswers(t *testing.T) {

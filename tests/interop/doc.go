@@ -11,7 +11,9 @@
 //
 // The pingpong tests run examples/pingpong in the Peer namespace against
 // ibv_rc_pingpong on one guest, each as client and as server, on a clean
-// bridge and with 1 % and 5 % of RoCE packets dropped.
+// bridge and with 1 % and 5 % of RoCE packets dropped; with -uc against
+// ibv_uc_pingpong. TestPerfRxeUC runs perftest's write and send tests
+// with -c UC against uroce-perf -c UC.
 //
 // These tests need root (namespaces, taps) and take minutes (TCG guests);
 // -short skips them.

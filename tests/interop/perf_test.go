@@ -24,6 +24,7 @@ type perfCell struct {
 	uroceClient bool     // uroce is the client, the guest the server
 	drop        int      // percent of RoCE packets nftables drops; 0: clean
 	args        []string // uroce-perf's flags beyond the matrix's own
+	guestArgs   string   // perftest's, likewise (the same -c on both ends)
 }
 
 func (c perfCell) side() string {
@@ -77,6 +78,9 @@ func (c perfCell) run(t *testing.T, l *lab.Lab, g *lab.Guest, bin string) perfRe
 		args = append(args, "-s", strconv.Itoa(c.size))
 	}
 	args = append(args, c.args...)
+	if c.guestArgs != "" {
+		guestCmd += " " + c.guestArgs
+	}
 	if c.uroceClient {
 		args = append(args, g.Addr.String())
 	}
