@@ -191,6 +191,11 @@ func syncTable(t *testing.T, what, begin, end string, table func() string, ran, 
 		t.Errorf("%s's %s differs from this run's (go test -run %s -update rewrites it):\n%s", readme, what, t.Name(), tab)
 		return
 	}
+	// The tables are Debian 12's (the default flavour); another flavour
+	// is checked against them but does not rewrite them.
+	if f, err := lab.DefaultFlavour(); err != nil || f != lab.Bookworm {
+		t.Fatalf("-update rewrites the %s tables, which are of the %s flavour; this run is %s=%s", readme, lab.Bookworm, lab.FlavourEnv, f)
+	}
 	if err := os.WriteFile(readme, []byte(doc[:i]+tab+doc[j+len(end):]), 0o644); err != nil {
 		t.Fatal(err)
 	}

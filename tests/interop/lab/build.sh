@@ -11,10 +11,19 @@
 # the script only resolves versions (a second or two) and prints the
 # existing directory.
 #
-# Usage: build.sh [-q]     (-q: print only the image directory)
+# Usage: build.sh [-q] [FLAVOUR]   (-q: print only the image directory)
+#
+# FLAVOUR (or $UROCE_LAB_FLAVOUR when no argument names one) is the Debian
+# release the guest is made of:
+#   bookworm  Debian 12: kernel 6.1, rdma-core 44, perftest 4.5 (the default),
+#             from the host's own apt configuration
+#   trixie    Debian 13: kernel 6.12, rdma-core 56, perftest 25.01, from a
+#             private apt configuration under $UROCE_LAB_CACHE/apt/trixie
+#             (its own sources list, package lists and cache), so that the
+#             host's apt state is never touched
 #
 # The image directory holds:
-#   vmlinuz        Debian 12's kernel (linux-image-amd64's 6.1 ABI package)
+#   vmlinuz        Debian's kernel (linux-image-amd64's ABI package)
 #   vmlinux        the same kernel unpacked from vmlinuz, for PVH direct boot
 #   initrd.gz      busybox, rdma-core, perftest, iproute2, modules, /init
 #   manifest.txt   package versions, kernel release, module load order
@@ -26,10 +35,46 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache=${UROCE_LAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/uroce-lab}
 args=("$@")
 quiet=0
-[ "${1:-}" = -q ] && quiet=1
+flavour=${UROCE_LAB_FLAVOUR:-}
+for a in "$@"; do
+	case $a in
+	-q) quiet=1 ;;
+	-*) echo "usage: build.sh [-q] [bookworm|trixie]" >&2; exit 2 ;;
+	*) flavour=$a ;;
+	esac
+done
+flavour=${flavour:-bookworm}
+usrmerged=0 # 1: the packages ship everything under /usr
 
 log() { [ $quiet = 1 ] || echo "lab-build: $*" >&2; }
 die() { echo "lab-build: error: $*" >&2; exit 1; }
+
+# APT: the options every apt-get and apt-cache call below is given. The
+# host's own configuration serves bookworm; trixie gets a private one:
+# sources, preferences, lists and cache of its own, and no installed
+# packages (the host is bookworm, and its status would only confuse the
+# resolver), so nothing apt keeps for the host is read or written.
+APT=()
+apt_lists=/var/lib/apt/lists
+case $flavour in
+bookworm) ;;
+trixie)
+	usrmerged=1
+	keyring=/usr/share/keyrings/debian-archive-keyring.gpg
+	[ -r "$keyring" ] || die "no $keyring (package debian-archive-keyring)"
+	adir=$cache/apt/$flavour
+	apt_lists=$adir/lists
+	APT=(-o "Dir::Etc::SourceList=$adir/etc/sources.list"
+		-o "Dir::Etc::SourceParts=$adir/etc/sources.list.d"
+		-o "Dir::Etc::Preferences=$adir/etc/preferences"
+		-o "Dir::Etc::PreferencesParts=$adir/etc/preferences.d"
+		-o "Dir::State::Lists=$apt_lists"
+		-o "Dir::Cache=$adir/cache"
+		-o "Dir::State::status=/dev/null"
+		-o "APT::Sandbox::User=root")
+	;;
+*) die "unknown flavour $flavour (bookworm or trixie)" ;;
+esac
 
 # User-space packages the guest runs; their dependency closure is resolved
 # by apt below, never listed by hand.
@@ -47,13 +92,13 @@ MODULES=(crc32_generic virtio_pci virtio_net 9pnet_virtio 9p udp_tunnel ip6_udp_
 	ib_core ib_uverbs rdma_rxe ib_cm iw_cm rdma_cm rdma_ucm ib_umad)
 # Host tools the lab needs, by Debian package.
 HOST_TOOLS=(qemu-system-x86_64:qemu-system-x86 nft:nftables cpio:cpio readelf:binutils
-	xz:xz-utils dpkg-deb:dpkg flock:util-linux depmod:kmod ip:iproute2)
+	xz:xz-utils zstd:zstd dpkg-deb:dpkg flock:util-linux depmod:kmod ip:iproute2)
 
 updated=0
 apt_update() {
 	[ $updated = 1 ] && return 0
-	log "apt-get update"
-	apt-get update -qq >&2 || die "apt-get update failed"
+	log "apt-get update ($flavour)"
+	apt-get "${APT[@]}" update -qq >&2 || die "apt-get update ($flavour) failed"
 	updated=1
 }
 
@@ -64,7 +109,8 @@ for t in "${HOST_TOOLS[@]}"; do
 done
 if [ ${#missing[@]} -gt 0 ]; then
 	[ "$(id -u)" = 0 ] || die "missing host tools (${missing[*]}); install them as root"
-	apt_update
+	log "apt-get update (host)"
+	apt-get update -qq >&2 || die "apt-get update failed"
 	log "apt-get install ${missing[*]}"
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2 || die "apt-get install ${missing[*]}"
 fi
@@ -73,11 +119,24 @@ mkdir -p "$cache"/{debs,extract,images}
 exec 9>"$cache/.lock"
 flock 9 # one build at a time, whichever process asks
 
+if [ -n "${adir:-}" ]; then
+	mkdir -p "$adir"/etc/sources.list.d "$adir"/etc/preferences.d "$apt_lists"/partial "$adir"/cache/archives/partial
+	: >"$adir/etc/sources.list"
+	cat >"$adir/etc/sources.list.d/$flavour.sources" <<-EOF
+		Types: deb
+		URIs: http://deb.debian.org/debian
+		Suites: $flavour
+		Components: main
+		Signed-By: $keyring
+	EOF
+fi
+
 # Resolving versions costs a few seconds of apt; its answer can only
 # change when the package lists or this script do, so it is remembered
 # under a stamp of both.
 lists_stamp=$( {
-	ls -l --time-style=+%s.%N /var/lib/apt/lists/ 2>/dev/null
+	echo "$flavour"
+	ls -l --time-style=+%s.%N "$apt_lists/" 2>/dev/null
 	sha256sum "$here/build.sh" "$here/guest/init"
 } | sha256sum | cut -c1-16)
 if [ -f "$cache/resolved/$lists_stamp" ]; then
@@ -90,17 +149,17 @@ if [ -f "$cache/resolved/$lists_stamp" ]; then
 	fi
 fi
 
-candidate() { apt-cache policy "$1" 2>/dev/null | awk '/Candidate:/{print $2; exit}'; }
+candidate() { apt-cache "${APT[@]}" policy "$1" 2>/dev/null | awk '/Candidate:/{print $2; exit}'; }
 
-# The kernel: whatever ABI package linux-image-amd64 (6.1 in Debian 12)
-# depends on in its candidate version.
+# The kernel: whatever ABI package linux-image-amd64 (6.1 in Debian 12,
+# 6.12 in Debian 13) depends on in its candidate version.
 kmeta=$(candidate linux-image-amd64)
 if [ -z "$kmeta" ] || [ "$kmeta" = "(none)" ]; then
 	apt_update
 	kmeta=$(candidate linux-image-amd64)
 fi
 [ -n "$kmeta" ] && [ "$kmeta" != "(none)" ] || die "no candidate for linux-image-amd64"
-kpkg=$(apt-cache show "linux-image-amd64=$kmeta" | awk -F': ' '/^Depends:/{print $2; exit}' |
+kpkg=$(apt-cache "${APT[@]}" show "linux-image-amd64=$kmeta" | awk -F': ' '/^Depends:/{print $2; exit}' |
 	tr ',' '\n' | sed 's/ *(.*//; s/^ *//' | grep '^linux-image-[0-9].*-amd64$' | head -n1)
 [ -n "$kpkg" ] || die "cannot tell which kernel linux-image-amd64 $kmeta depends on"
 kver=$(candidate "$kpkg")
@@ -108,7 +167,7 @@ kver=$(candidate "$kpkg")
 # The user-space closure: ask apt to plan an install on an empty system,
 # so every dependency (pre-depends included) shows up with its version.
 closure() {
-	apt-get -s install --no-install-recommends -o Dir::State::status=/dev/null \
+	apt-get "${APT[@]}" -s install --no-install-recommends -o Dir::State::status=/dev/null \
 		-o APT::Get::Show-User-Simulation-Note=false "${USER_PKGS[@]}" 2>&1 |
 		awk '/^Inst /{v=$3; gsub(/[()]/, "", v); print $2 "=" v}' | sort
 }
@@ -117,6 +176,7 @@ pkgs=$(closure)
 [ -n "$pkgs" ] || die "cannot resolve the closure of ${USER_PKGS[*]}"
 
 key=$( {
+	echo "flavour $flavour"
 	echo "$kpkg=$kver"
 	echo "$pkgs"
 	echo "modules: ${MODULES[*]}"
@@ -147,7 +207,7 @@ download() {
 	done
 	[ ${#want[@]} -gt 0 ] || return 0
 	log "apt-get download ${want[*]}"
-	(cd "$cache/debs" && apt-get download -qq -o APT::Sandbox::User=root "${want[@]}" >&2) && return 0
+	(cd "$cache/debs" && apt-get "${APT[@]}" download -qq -o APT::Sandbox::User=root "${want[@]}" >&2) && return 0
 	# Stale package lists name versions the archive no longer has: update
 	# them and start over, which resolves (and keys) the build anew.
 	[ -z "${UROCE_LAB_RETRIED:-}" ] || die "apt-get download ${want[*]}"
@@ -174,6 +234,11 @@ if [ ! -f "$kdir/.done" ]; then
 	rm -rf "$kdir"
 	log "dpkg -x $(basename "$kdeb")"
 	dpkg -x "$kdeb" "$kdir"
+	# Debian 13 ships modules under /usr/lib/modules (usr-merge); the
+	# host's depmod and this script look under /lib/modules.
+	if [ ! -e "$kdir/lib" ] && [ -d "$kdir/usr/lib/modules" ]; then
+		ln -s usr/lib "$kdir/lib"
+	fi
 	# The package leaves modules.dep to its postinst (depmod).
 	depmod -b "$kdir" "${kpkg#linux-image-}" || die "depmod"
 	touch "$kdir/.done"
@@ -193,13 +258,37 @@ if [ ! -f "$udir/.done" ]; then
 	for p in $pkgs; do
 		dpkg -x "$(deb_of "$p")" "$udir"
 	done
+	# Debian 13's packages are usr-merged: what they ship is under /usr,
+	# and /bin, /sbin, /lib and /lib64 are links into it (made on a real
+	# system by base-files). Make the same links here, folding in what a
+	# package still ships under the old paths, so that the old paths
+	# (PT_INTERP's /lib64, /bin/busybox) resolve.
+	if [ $usrmerged = 1 ]; then
+		for d in bin sbin lib lib64; do
+			mkdir -p "$udir/usr/$d"
+			if [ -d "$udir/$d" ] && [ ! -L "$udir/$d" ]; then
+				cp -a "$udir/$d/." "$udir/usr/$d/"
+				rm -rf "${udir:?}/$d"
+			fi
+			[ -L "$udir/$d" ] || ln -s "usr/$d" "$udir/$d"
+		done
+	fi
 	touch "$udir/.done"
 fi
 
 work=$(mktemp -d "$cache/build.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 root="$work/root"
-mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,lib64,etc,proc,sys,dev,tmp,run,lab,root,var/run}
+mkdir -p "$root"/{usr/bin,usr/sbin,etc,proc,sys,dev,tmp,run,lab,root,var/run}
+if [ $usrmerged = 1 ]; then
+	# The same links as in the user-space tree above.
+	for d in bin sbin lib lib64; do
+		mkdir -p "$root/usr/$d"
+		ln -s "usr/$d" "$root/$d"
+	done
+else
+	mkdir -p "$root"/{bin,sbin,lib64}
+fi
 
 # copy PATH (relative to the user-space tree) into the initramfs, keeping
 # symlinks as symlinks and bringing along what they point to.
@@ -353,6 +442,7 @@ echo "$krel" >"$root/etc/kernel-release"
 
 mkdir -p "$work/img"
 {
+	echo "flavour $flavour"
 	echo "kernel $kpkg=$kver ($krel)"
 	echo "$pkgs" | sed 's/^/package /'
 	sed 's/^/module /' "$root/lib/modules/load-order"
@@ -367,10 +457,21 @@ cp "$vmlinuz" "$work/img/vmlinuz"
 # bzImage's payload is vmlinux itself (objcopy -S), so this is Debian's
 # kernel byte for byte, only unpacked ahead of time. Without a PVH note
 # (XEN_ELFNOTE_PHYS32_ENTRY, type 0x12) the harness boots vmlinuz.
-off=$(grep -abo $'\xfd7zXZ\x00' "$vmlinuz" | head -n1 | cut -d: -f1)
-if [ -n "$off" ] && tail -c +$((off + 1)) "$vmlinuz" >"$work/payload.xz" &&
-	xz -dc --single-stream "$work/payload.xz" >"$work/img/vmlinux" 2>/dev/null &&
-	readelf -n "$work/img/vmlinux" 2>/dev/null | grep -q 'note type: (0x00000012)'; then
+# Debian 12 compresses the payload with xz, Debian 13 with zstd; the
+# first frame of either is the whole of vmlinux, and the decompressor's
+# complaint about the bytes after it does not matter.
+unpack_vmlinux() {
+	local magic=$1 off
+	off=$(grep -abo "$magic" "$vmlinuz" | head -n1 | cut -d: -f1) || true
+	[ -n "$off" ] || return 1
+	tail -c +$((off + 1)) "$vmlinuz" >"$work/payload"
+	case $2 in
+	xz) xz -dc --single-stream "$work/payload" >"$work/img/vmlinux" 2>/dev/null || true ;;
+	zstd) zstd -qdc "$work/payload" >"$work/img/vmlinux" 2>/dev/null || true ;;
+	esac
+	readelf -n "$work/img/vmlinux" 2>/dev/null | grep -q 'note type: (0x00000012)'
+}
+if unpack_vmlinux $'\xfd7zXZ\x00' xz || unpack_vmlinux $'\x28\xb5\x2f\xfd' zstd; then
 	log "PVH-bootable vmlinux extracted from the bzImage"
 else
 	log "no PVH-bootable vmlinux in the bzImage; the guests will boot vmlinuz"

@@ -1,14 +1,24 @@
 // Package lab is the rxe interop lab: real Linux Soft-RoCE peers, booted
-// in QEMU from Debian 12's own kernel and rdma-core packages, on a bridge
-// in a throw-away network namespace, for tests that prove uroce against
-// the implementation it claims to speak with.
+// in QEMU from Debian's own kernel and rdma-core packages, on a bridge in
+// a throw-away network namespace, for tests that prove uroce against the
+// implementation it claims to speak with.
 //
 // The host kernel has no RDMA support, so each peer is a guest: Debian's
-// 6.1 kernel with rdma_rxe, an initramfs of busybox, rdma-core, perftest,
+// kernel with rdma_rxe, an initramfs of busybox, rdma-core, perftest,
 // rdmacm-utils and iproute2, booted directly (no disk) under QEMU TCG. The
 // image is built by build.sh beside this file from apt-get download and
-// dpkg -x alone and cached outside the repository, keyed by package
-// versions; BuildImage runs it once per test process.
+// dpkg -x alone and cached outside the repository, keyed by flavour and
+// package versions; BuildImage runs it once per flavour per test process.
+//
+// Two flavours (Config.Flavour, or $UROCE_LAB_FLAVOUR for every lab that
+// names none):
+//
+//	bookworm  Debian 12: kernel 6.1, rdma-core 44, perftest 4.5 (the default)
+//	trixie    Debian 13: kernel 6.12, rdma-core 56, perftest 25.01
+//
+// Trixie's packages come through a private apt configuration (sources
+// list, package lists and cache under the build cache), never the host's.
+// New logs the flavour and versions of the image it boots.
 //
 // The network, per Lab:
 //
@@ -39,12 +49,14 @@
 //
 // Running (as root; -short skips every test that boots a guest):
 //
-//	bash tests/interop/lab/build.sh     # build or find the image; prints its directory
+//	bash tests/interop/lab/build.sh [trixie]  # build or find the image; prints its directory
 //	go test ./tests/interop/...
+//	UROCE_LAB_FLAVOUR=trixie go test ./tests/interop/...
 //
 // Environment:
 //
+//	UROCE_LAB_FLAVOUR    bookworm (default) or trixie: the flavour of labs that name none
 //	UROCE_LAB_CACHE      the build cache (default ${XDG_CACHE_HOME:-$HOME/.cache}/uroce-lab)
-//	UROCE_LAB_IMAGE      a ready image directory: build.sh is not run
+//	UROCE_LAB_IMAGE      a ready image directory: build.sh is not run for its flavour
 //	UROCE_LAB_ARTIFACTS  keep consoles, shares and pcaps under this directory
 package lab

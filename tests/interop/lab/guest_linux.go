@@ -113,7 +113,7 @@ func (l *Lab) start(cfg GuestConfig) (*Guest, error) {
 		// No default devices (floppy, CD-ROM, VGA, monitor): less for
 		// the firmware to probe, and the serial port is the console.
 		"-nodefaults", "-nographic", "-serial", "stdio", "-no-reboot",
-		"-kernel", l.img.Kernel, "-initrd", l.img.Initrd, "-append", appendLine,
+		"-kernel", l.Image.Kernel, "-initrd", l.Image.Initrd, "-append", appendLine,
 		// fd 3 is the tap opened in the lab namespace (ExtraFiles[0]).
 		"-netdev", "tap,id=n0,fd=3",
 		// romfile= skips iPXE's option ROM: the kernel is booted directly.

@@ -31,13 +31,15 @@ type Config struct {
 	// MTU of the bridge, the taps, the veth pair and the guests' eth0;
 	// 0 means 1500 (rxe0 active_mtu 1024). 9000 gives active_mtu 4096.
 	MTU int
+	// Flavour is the Debian release of the guests; empty means
+	// DefaultFlavour ($UROCE_LAB_FLAVOUR, else Bookworm).
+	Flavour Flavour
 }
 
 // Lab is a bridge in its own namespace with room for guests and a veth
 // into a second namespace, Peer, where the stack under test runs.
 type Lab struct {
-	t   testing.TB
-	img *Image
+	t testing.TB
 	// NS holds the bridge, the guests' taps and one end of the veth.
 	NS *netns.NS
 	// Bridge is the bridge's name in NS.
@@ -47,6 +49,8 @@ type Lab struct {
 	Peer     *netns.NS
 	PeerLink netns.Veth
 	MTU      int
+	// Image is the guests' image: its Flavour and versions.
+	Image *Image
 
 	dir    string // artifacts: consoles, shares, captures
 	guests int
@@ -67,11 +71,19 @@ func New(t testing.TB, cfg Config) *Lab {
 	if cfg.MTU == 0 {
 		cfg.MTU = 1500
 	}
-	img, err := BuildImage()
+	if cfg.Flavour == "" {
+		f, err := DefaultFlavour()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Flavour = f
+	}
+	img, err := BuildImage(cfg.Flavour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &Lab{t: t, img: img, MTU: cfg.MTU, dir: artifactDir(t)}
+	t.Logf("lab: %s (%s)", img.Versions(), img.Dir)
+	l := &Lab{t: t, Image: img, MTU: cfg.MTU, dir: artifactDir(t)}
 	l.NS = netns.New(t)
 	l.Peer = netns.New(t)
 	l.Bridge = netns.UniqueName(t, "urbr")
