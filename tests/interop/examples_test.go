@@ -226,14 +226,18 @@ func (s *syncBuilder) String() string {
 	return s.b.String()
 }
 
-// lateRetransmits counts the requests from addr in frames that repeat a
-// PSN addr had already sent to the same QP and that came after the other
-// side's last packet. uroce's adaptive timer may fire while a TCG guest is
-// descheduled (a spurious retransmission, as in TCP); when that resends
-// the last message after the guest's program got its last completion and
-// destroyed its QP, rxe drops the copy before counting it (hdr_check finds
-// no QP), so rcvd_pkts falls short of uroce's TxPackets by that many.
-func lateRetransmits(frames []pcapfile.Record, addr netip.Addr) int {
+// lateRetransmits counts the requests from one side (from tells its
+// source addresses) in frames that repeat a PSN that side had already
+// sent to the same QP and that came after the other side's last packet.
+// uroce's adaptive timer may fire while a TCG guest is descheduled (a
+// spurious retransmission, as in TCP); when that resends the last message
+// after the guest's program got its last completion and destroyed its QP,
+// rxe drops the copy before counting it (hdr_check finds no QP), so
+// rcvd_pkts falls short of uroce's TxPackets by that many. The other way
+// round, rxe's fixed timer may resend its last message after uroce's
+// program has read its last packet and left, and uroce's RxPackets falls
+// short of the guest's sent_pkts by that many.
+func lateRetransmits(frames []pcapfile.Record, from func(netip.Addr) bool) int {
 	type key struct {
 		qpn uint32
 		psn bth.PSN
@@ -255,7 +259,7 @@ func lateRetransmits(frames []pcapfile.Record, addr netip.Addr) int {
 		case 6:
 			src = f.IPv6().Src()
 		}
-		if src.Unmap() != addr.Unmap() {
+		if !from(src.Unmap()) {
 			last = r.Time
 			continue
 		}
@@ -277,3 +281,8 @@ func lateRetransmits(frames []pcapfile.Record, addr netip.Addr) int {
 	}
 	return n
 }
+
+// fromUroce and fromGuest tell the lab's two sides apart by source
+// address.
+func fromUroce(a netip.Addr) bool { return a.Unmap() == lab.PeerAddr.Addr() }
+func fromGuest(a netip.Addr) bool { return !fromUroce(a) }

@@ -3,6 +3,7 @@ package interop_test
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"regexp"
 	"slices"
 	"strconv"
@@ -194,7 +195,7 @@ func checkSendBytes(t *testing.T, frames []pcapfile.Record, b byte) {
 
 // checkClean checks a run on a clean bridge: no error counter moved on
 // either side, each side received every packet the other sent (but for
-// a retransmission that reached the guest after its program had left:
+// a retransmission that reached one side after its program had left:
 // lateRetransmits), and the capture holds exactly those packets.
 func (res *pingpongResult) checkClean(t *testing.T) {
 	t.Helper()
@@ -209,10 +210,12 @@ func (res *pingpongResult) checkClean(t *testing.T) {
 			t.Errorf("uroce's %s is %d on a clean bridge", k, u[k])
 		}
 	}
-	late := uint64(lateRetransmits(res.frames, lab.PeerAddr.Addr()))
-	if d["rcvd_pkts"] > u["TxPackets"] || d["rcvd_pkts"]+late < u["TxPackets"] || u["RxPackets"] != d["sent_pkts"] {
-		t.Errorf("packets lost: uroce sent %d (%d of them retransmissions after the guest's last packet), the guest received %d; the guest sent %d, uroce received %d",
-			u["TxPackets"], late, d["rcvd_pkts"], d["sent_pkts"], u["RxPackets"])
+	late := uint64(lateRetransmits(res.frames, fromUroce))
+	guestLate := uint64(lateRetransmits(res.frames, fromGuest))
+	if d["rcvd_pkts"] > u["TxPackets"] || d["rcvd_pkts"]+late < u["TxPackets"] ||
+		u["RxPackets"] > d["sent_pkts"] || u["RxPackets"]+guestLate < d["sent_pkts"] {
+		t.Errorf("packets lost: uroce sent %d (%d of them retransmissions after the guest's last packet), the guest received %d; the guest sent %d (%d after uroce's last), uroce received %d",
+			u["TxPackets"], late, d["rcvd_pkts"], d["sent_pkts"], guestLate, u["RxPackets"])
 	}
 	if sent := d["sent_pkts"] + u["TxPackets"]; int(sent) != res.stats.Packets {
 		t.Errorf("the two sides sent %d RoCE packets, the capture holds %d", sent, res.stats.Packets)
@@ -336,8 +339,12 @@ func TestLateRetransmits(t *testing.T) {
 		t.Fatal("no request in the capture")
 	}
 	src := fr.IPv4().Src()
-	if n := lateRetransmits(recs, src); n != 0 {
-		t.Errorf("clean capture: %d late retransmissions, want 0", n)
+	from := func(a netip.Addr) bool { return a == src }
+	other := func(a netip.Addr) bool { return a != src }
+	for _, side := range []func(netip.Addr) bool{from, other} {
+		if n := lateRetransmits(recs, side); n != 0 {
+			t.Errorf("clean capture: %d late retransmissions, want 0", n)
+		}
 	}
 	end := recs[len(recs)-1].Time
 	for _, tc := range []struct {
@@ -352,8 +359,11 @@ func TestLateRetransmits(t *testing.T) {
 		again.Time = tc.at
 		withCopy := append(recs[:len(recs):len(recs)], again)
 		slices.SortStableFunc(withCopy, func(a, b pcapfile.Record) int { return a.Time.Compare(b.Time) })
-		if n := lateRetransmits(withCopy, src); n != tc.want {
+		if n := lateRetransmits(withCopy, from); n != tc.want {
 			t.Errorf("a request sent again %s: %d late retransmissions, want %d", tc.name, n, tc.want)
+		}
+		if n := lateRetransmits(withCopy, other); n != 0 {
+			t.Errorf("a request sent again %s: %d late retransmissions of the other side, want 0", tc.name, n)
 		}
 	}
 }
