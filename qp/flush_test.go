@@ -355,3 +355,76 @@ func BenchmarkFlushAtomicWrite(b *testing.B) {
 		})
 	}
 }
+
+// TestRequesterFlushAtomicWrite checks the requests on the wire, as rxe's
+// init_req_packet builds them (FETH then RETH; RETH and 8 bytes), the
+// initiator depth an ATOMIC WRITE counts against and a FLUSH does not, and
+// the completions for either answer rxe's completer takes.
+func TestRequesterFlushAtomicWrite(t *testing.T) {
+	c := New(t) // max_rd_atomic 4
+	defer c.Cleanup()
+	psn := bth.PSN(ctxSQPSN)
+	c.PostSend(&SendWR{ID: 1, Opcode: WRFlush, Flags: FlagSignaled, FlushType: FlushGlobal, FlushLevel: FlushMR, FlushLen: 300, RemoteAddr: 0x5000, RKey: 0x77})
+	p := c.Expect(opcodeIs(bth.RCFlush), psnIs(psn), ackReqIs(true), payloadLen(0))
+	if f := p.FETH(); f.PlacementType() != 1 || f.Selectivity() != 1 {
+		t.Errorf("FETH PLT %d SEL %d", f.PlacementType(), f.Selectivity())
+	}
+	if r := p.RETH(); r.VA() != 0x5000 || r.RKey() != 0x77 || r.DMALen() != 300 {
+		t.Errorf("RETH %#x %#x %d", r.VA(), r.RKey(), r.DMALen())
+	}
+	val := []byte{8, 7, 6, 5, 4, 3, 2, 1}
+	for i := range 5 {
+		c.PostSend(&SendWR{ID: uint64(10 + i), Opcode: WRAtomicWrite, Flags: FlagSignaled | FlagInline, InlineData: val, RemoteAddr: 0x6000 + 8*uint64(i), RKey: 0x88})
+	}
+	for i := range 4 {
+		p = c.Expect(opcodeIs(bth.RCAtomicWrite), psnIs(psn.Add(1+i)), ackReqIs(true), payloadLen(8))
+		if r := p.RETH(); r.VA() != 0x6000+8*uint64(i) || r.RKey() != 0x88 || r.DMALen() != 8 || !bytes.Equal(p.Payload(), val) {
+			t.Errorf("ATOMIC WRITE %d: RETH %#x %#x %d, payload % x", i, r.VA(), r.RKey(), r.DMALen(), p.Payload())
+		}
+	}
+	// Four credits are out: the fifth waits, a FLUSH behind it too (the
+	// send queue is in order).
+	c.CheckNoPacket()
+	// rxe answers a FLUSH with a zero-length READ Response Only; that
+	// frees nothing, as the FLUSH held no credit.
+	c.SendPacket(answer(bth.RCReadResponseOnly, psn, 1), nil)
+	c.E.Process(c.Now)
+	c.CheckNoPacket()
+	if wc := c.PollOne(c.SCQ); wc.WRID != 1 || wc.Opcode != WCFlush || wc.Status != WCSuccess || wc.ByteLen != 300 {
+		t.Fatalf("flush completion %+v", wc)
+	}
+	// An ATOMIC WRITE answered by a READ Response Only, the next by a
+	// plain ACK covering two (rxe's completer takes either).
+	c.SendPacket(answer(bth.RCReadResponseOnly, psn.Add(1), 2), nil)
+	c.E.Process(c.Now)
+	c.Expect(opcodeIs(bth.RCAtomicWrite), psnIs(psn.Add(5)))
+	c.SendPacket(answer(bth.RCAcknowledge, psn.Add(3), 4), nil)
+	c.SendPacket(answer(bth.RCReadResponseOnly, psn.Add(4), 5), nil)
+	c.SendPacket(answer(bth.RCReadResponseOnly, psn.Add(5), 6), nil)
+	c.E.Process(c.Now)
+	var wc [8]Completion
+	if n := c.SCQ.Poll(wc[:]); n != 5 {
+		t.Fatalf("%d completions, want 5: %+v", n, wc[:n])
+	}
+	for i, w := range wc[:5] {
+		if w.WRID != uint64(10+i) || w.Opcode != WCAtomicWrite || w.Status != WCSuccess || w.ByteLen != 8 {
+			t.Errorf("completion %d: %+v", i, w)
+		}
+	}
+	// A READ Response with data is no answer to an ATOMIC WRITE.
+	c.PostSend(&SendWR{ID: 20, Opcode: WRAtomicWrite, Flags: FlagSignaled | FlagInline, InlineData: val, RemoteAddr: 0x6000, RKey: 0x88})
+	c.Expect(opcodeIs(bth.RCAtomicWrite), psnIs(psn.Add(6)))
+	c.SendPacket(answer(bth.RCReadResponseOnly, psn.Add(6), 7), make([]byte, 8))
+	c.E.Process(c.Now)
+	if w := c.PollOne(c.SCQ); w.WRID != 20 || w.Status != WCBadRespErr {
+		t.Errorf("ATOMIC WRITE answered with data: %+v", w)
+	}
+}
+
+// answer returns an ACK or READ response from the peer with an ACK
+// syndrome.
+func answer(op bth.Opcode, psn bth.PSN, msn uint32) *bth.PacketFields {
+	f := &bth.PacketFields{BTH: bth.BTHFields{Opcode: op, PSN: psn}}
+	f.AETH.Syndrome, f.AETH.MSN = ack, msn
+	return f
+}
