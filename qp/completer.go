@@ -244,6 +244,10 @@ func (e *Engine) checkAck(q *QP, w *sendWQE, p *bth.Packet, op bth.Opcode) compS
 			return compError
 		}
 		if w.wr.Opcode != WRRead {
+			if st, ok := extResponse(w, op, len(p.Payload())); ok {
+				q.resetRetry()
+				return st
+			}
 			w.status = WCBadRespErr
 			return compError
 		}

@@ -43,6 +43,17 @@ func FuzzResponder(f *testing.F) {
 	seed(bth.RCCompareSwap, bth.PacketFields{AtomicETH: bth.AtomicETHFields{VA: ctxMemBase + 16, RKey: roKey}}, nil)
 	seed(bth.RCReadRequest, bth.PacketFields{RETH: bth.RETHFields{VA: ctxMemBase + 0x10000, RKey: roKey, DMALen: 4096}}, nil)
 	seed(bth.RCWriteOnly, bth.PacketFields{RETH: bth.RETHFields{VA: ctxMemBase + 0x10000, RKey: roKey, DMALen: 8}}, make([]byte, 8))
+	flush := func(plt FlushType, sel FlushLevel, va uint64, rkey, n uint32) bth.PacketFields {
+		pf := bth.PacketFields{RETH: bth.RETHFields{VA: va, RKey: rkey, DMALen: n}}
+		pf.FETH.PlacementType, pf.FETH.Selectivity = uint8(plt), uint8(sel)
+		return pf
+	}
+	seed(bth.RCFlush, flush(FlushGlobal, FlushRange, ctxMemBase, key, 4096), nil)
+	seed(bth.RCFlush, flush(FlushGlobal, FlushMR, 0, key, 0), nil)
+	seed(bth.RCFlush, flush(FlushGlobal|FlushPersistent, FlushRange, ctxMemBase+0x10000, roKey, 8), nil)
+	seed(bth.RCAtomicWrite, bth.PacketFields{RETH: bth.RETHFields{VA: ctxMemBase + 24, RKey: key, DMALen: 8}}, make([]byte, 8))
+	seed(bth.RCAtomicWrite, bth.PacketFields{RETH: bth.RETHFields{VA: ctxMemBase + 4092, RKey: key, DMALen: 8}}, make([]byte, 8))
+	seed(bth.RCAtomicWrite, bth.PacketFields{RETH: bth.RETHFields{VA: ctxMemBase + 0x10000, RKey: roKey, DMALen: 8}}, make([]byte, 8))
 	f.Fuzz(func(t *testing.T, pkt []byte) {
 		c := New(t)
 		c.Port.free = 512 // a link's buffers are finite; a 2 GiB READ must not run away

@@ -13,8 +13,16 @@ const (
 	AccessRemoteWrite  Access = 1 << 1
 	AccessRemoteRead   Access = 1 << 2
 	AccessRemoteAtomic Access = 1 << 3
+	// AccessFlushGlobal and AccessFlushPersistent let a FLUSH of that
+	// placement type reach the region, or the QP (IBA 1.5; rdma-core's
+	// IBV_ACCESS_FLUSH_GLOBAL and IBV_ACCESS_FLUSH_PERSISTENT).
+	AccessFlushGlobal     Access = 1 << 8
+	AccessFlushPersistent Access = 1 << 9
 
-	accessAll = AccessLocalWrite | AccessRemoteWrite | AccessRemoteRead | AccessRemoteAtomic
+	accessAll = AccessLocalWrite | AccessRemoteWrite | AccessRemoteRead | AccessRemoteAtomic | AccessFlushGlobal
+	// A QP may allow persistent FLUSHes, as rxe's do; a region may not
+	// (Register).
+	accessQP = accessAll | AccessFlushPersistent
 )
 
 // MR is a registered memory region: Buf is reachable at the virtual
@@ -74,6 +82,12 @@ type mrSlot struct {
 // It returns ErrBadMR for such a combination or unknown flags, and
 // ErrBusy when the table holds its most regions (about a million).
 func (t *MRTable) Register(pd uint32, buf []byte, addr uint64, access Access) (*MR, error) {
+	if access&AccessFlushPersistent != 0 {
+		// rxe registers it only over persistent memory pages; a Go
+		// byte slice is ordinary memory, whose stores no FLUSH can
+		// make persistent.
+		return nil, fmt.Errorf("register: %w: persistent flush access needs persistent memory", ErrBadMR)
+	}
 	if access&^accessAll != 0 {
 		return nil, fmt.Errorf("register: %w: unknown access flags %#x", ErrBadMR, uint32(access))
 	}

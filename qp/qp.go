@@ -80,6 +80,8 @@ type wqeWR struct {
 	RemoteQKey uint32
 	Opcode     WROpcode
 	Flags      SendFlags
+	FlushType  FlushType // a FLUSH's FETH (flush.go)
+	FlushLevel FlushLevel
 }
 
 type recvWQE struct {
@@ -213,6 +215,11 @@ func (q *QP) PostSend(now time.Time, wr *SendWR) error {
 	if inline && (wr.Opcode.isReadAtomic() || len(wr.InlineData) > q.cfg.MaxInline) {
 		return fmt.Errorf("post send: %w: inline data of %d bytes (max %d) on %s", ErrBadWR, len(wr.InlineData), q.cfg.MaxInline, wr.Opcode)
 	}
+	if wr.Opcode.isExt() {
+		if err := checkExtWR(q.cfg.Type, wr); err != nil {
+			return err
+		}
+	}
 	if q.cfg.Type != QPTypeRC {
 		if err := checkTypeWR(q.cfg.Type, wr); err != nil {
 			return err
@@ -222,7 +229,8 @@ func (q *QP) PostSend(now time.Time, wr *SendWR) error {
 	// Field by field, not *wr: copying the slices' headers into the ring
 	// would make every caller's SGL escape to the heap.
 	w.wr = wqeWR{ID: wr.ID, Opcode: wr.Opcode, Flags: wr.Flags, Imm: wr.Imm, RemoteAddr: wr.RemoteAddr,
-		RKey: wr.RKey, CompareAdd: wr.CompareAdd, Swap: wr.Swap, RemoteQPN: wr.RemoteQPN, RemoteQKey: wr.RemoteQKey}
+		RKey: wr.RKey, CompareAdd: wr.CompareAdd, Swap: wr.Swap, RemoteQPN: wr.RemoteQPN, RemoteQKey: wr.RemoteQKey,
+		FlushType: wr.FlushType, FlushLevel: wr.FlushLevel}
 	if !q.cfg.Type.connected() {
 		w.ah = *wr.AH
 	}
@@ -240,6 +248,9 @@ func (q *QP) PostSend(now time.Time, wr *SendWR) error {
 		for _, g := range wr.SGL {
 			length += uint64(g.Length)
 		}
+	}
+	if wr.Opcode == WRFlush {
+		length = uint64(wr.FlushLen) // the RETH's and the completion's
 	}
 	if length > 1<<31 {
 		length = 1<<31 + 1 // fails with a local length error when started

@@ -69,7 +69,7 @@ func (e *Engine) runRequester(q *QP, budget int) bool {
 				return false
 			}
 			// IBA 9.5.2: at most max_rd_atomic READ/atomic outstanding.
-			if w.wr.Opcode.isReadAtomic() && !w.hasRdAtomic {
+			if w.wr.Opcode.takesRdAtomic() && !w.hasRdAtomic {
 				if q.req.rdAtomic <= 0 {
 					return false
 				}
@@ -123,7 +123,7 @@ func (e *Engine) runRequester(q *QP, budget int) bool {
 // npkts returns how many PSNs the WQE uses: its packets, or for a READ the
 // packets of its response (IBA 9.7.1).
 func (w *sendWQE) npkts(mtu int) int {
-	if w.wr.Opcode.isAtomic() || w.length == 0 {
+	if w.wr.Opcode.isAtomic() || w.length == 0 || w.wr.Opcode == WRFlush {
 		return 1
 	}
 	return int((uint64(w.length) + uint64(mtu) - 1) / uint64(mtu))
@@ -132,7 +132,7 @@ func (w *sendWQE) npkts(mtu int) int {
 // nextPayload returns the payload of w's next request packet: none for a
 // READ request or an atomic.
 func (w *sendWQE) nextPayload(mtu int) int {
-	if w.wr.Opcode.isReadAtomic() || w.offset >= w.length {
+	if w.wr.Opcode.isReadAtomic() || w.offset >= w.length || w.wr.Opcode == WRFlush {
 		return 0
 	}
 	return int(min(w.length-w.offset, uint32(mtu)))
@@ -236,6 +236,9 @@ func (e *Engine) sendRequest(q *QP, w *sendWQE) bool {
 		if op == WRCompareSwap {
 			pf.AtomicETH.SwapAdd, pf.AtomicETH.Compare = w.wr.Swap, w.wr.CompareAdd
 		}
+		last = true
+	case op.isExt():
+		payload = e.extRequest(w, &bf)
 		last = true
 	default:
 		first := w.offset == 0

@@ -60,6 +60,8 @@ const (
 	resNone resKind = iota
 	resRead
 	resAtomic
+	resFlush       // flush.go
+	resAtomicWrite // flush.go
 )
 
 type resource struct {
@@ -137,9 +139,9 @@ func (e *Engine) respond(q *QP, p *bth.Packet) {
 			case info.Mask&bth.Read != 0 && a&AccessRemoteRead == 0,
 				info.Mask&bth.Write != 0 && a&AccessRemoteWrite == 0,
 				info.Mask&bth.Atomic != 0 && a&AccessRemoteAtomic == 0,
-				// Not implemented here: SEND with invalidate,
-				// FLUSH, ATOMIC WRITE.
-				info.Mask&(bth.HasIETH|bth.Flush|bth.AtomicWrite) != 0:
+				info.Mask&(bth.Flush|bth.AtomicWrite) != 0 && extRefused(a, p, info),
+				// Not implemented here: SEND with invalidate.
+				info.Mask&bth.HasIETH != 0:
 				// rxe answers a disabled operation with an
 				// invalid request NAK (RESPST_ERR_UNSUPPORTED_OPCODE).
 				state = e.classC(q, bth.NAKInvalidRequest, WCRemInvReqErr)
@@ -147,7 +149,7 @@ func (e *Engine) respond(q *QP, p *bth.Packet) {
 
 		case respCheckResource:
 			state = respCheckLength
-			if info.Mask&(bth.Read|bth.Atomic) != 0 && !e.freeResource(q) {
+			if info.Mask&(bth.Read|bth.Atomic|bth.Flush|bth.AtomicWrite) != 0 && !e.freeResource(q) {
 				// More READ/atomic requests outstanding than
 				// max_dest_rd_atomic: the invalid request NAK,
 				// whose causes the IBA's NAK codes list
@@ -282,7 +284,7 @@ func (e *Engine) checkLength(q *QP, p *bth.Packet, info *bth.OpcodeInfo) respSta
 	if info.Mask&bth.HasRETH != 0 && p.RETH().DMALen() > 1<<31 {
 		return e.classC(q, bth.NAKInvalidRequest, WCRemInvReqErr)
 	}
-	if info.Mask&(bth.Read|bth.Write|bth.Atomic) != 0 {
+	if info.Mask&(bth.Read|bth.Write|bth.Atomic|bth.Flush|bth.AtomicWrite) != 0 {
 		return respCheckRKey
 	}
 	return respExecute
@@ -295,6 +297,8 @@ func (e *Engine) checkRKey(q *QP, p *bth.Packet, info *bth.OpcodeInfo) respState
 	r := &q.resp
 	var need Access
 	switch {
+	case info.Mask&(bth.Flush|bth.AtomicWrite) != 0:
+		return e.checkRKeyExt(q, p, info)
 	case info.Mask&(bth.Read|bth.Write) != 0:
 		if info.Mask&bth.HasRETH != 0 {
 			reth := p.RETH()
@@ -407,6 +411,8 @@ func (e *Engine) execute(q *QP, p *bth.Packet, info *bth.OpcodeInfo, psn bth.PSN
 		r.opcode = opNone
 		e.oweResponse(q, res, psn, 0, 0)
 		return respDone
+	case info.Mask&(bth.Flush|bth.AtomicWrite) != 0:
+		return e.executeExt(q, p, info, psn)
 	}
 	r.psn = psn.Next()
 	r.ackPSN = r.psn
@@ -500,6 +506,8 @@ func (e *Engine) duplicate(q *QP, p *bth.Packet, info *bth.OpcodeInfo, psn bth.P
 			return
 		}
 		e.oweResponse(q, res, psn, 0, 0)
+	case info.Mask&(bth.Flush|bth.AtomicWrite) != 0:
+		e.duplicateExt(q, info, psn)
 	}
 }
 

@@ -188,7 +188,7 @@ func checkModify(t QPType, cur QPState, a *Attr, mask AttrMask) error {
 	if extra := mask &^ (tr.req | tr.opt | implied); extra != 0 {
 		return fmt.Errorf("%w: %s to %s does not take mask %#x", ErrBadAttr, cur, next, uint32(extra))
 	}
-	if mask&AttrAccessFlags != 0 && a.AccessFlags&^accessAll != 0 {
+	if mask&AttrAccessFlags != 0 && a.AccessFlags&^accessQP != 0 {
 		return fmt.Errorf("%w: access flags %#x", ErrBadAttr, uint32(a.AccessFlags))
 	}
 	if mask&AttrAV != 0 && !a.DestAddr.IsValid() {

@@ -22,9 +22,17 @@ const (
 	WRRead
 	WRCompareSwap
 	WRFetchAdd
+	// WRFlush is an RDMA FLUSH (IBA 1.5, rdma-core's ibv_wr_flush): it
+	// makes the earlier writes to a remote range or region globally
+	// visible, or persistent, as FlushType asks.
+	WRFlush
+	// WRAtomicWrite is an ATOMIC WRITE (IBA 1.5, ibv_wr_atomic_write):
+	// 8 bytes from the SGL or InlineData, stored at an 8-byte aligned
+	// remote address in one access.
+	WRAtomicWrite
 )
 
-var wrOpcodeNames = [...]string{"SEND", "SEND_WITH_IMM", "RDMA_WRITE", "RDMA_WRITE_WITH_IMM", "RDMA_READ", "ATOMIC_CMP_AND_SWP", "ATOMIC_FETCH_AND_ADD"}
+var wrOpcodeNames = [...]string{"SEND", "SEND_WITH_IMM", "RDMA_WRITE", "RDMA_WRITE_WITH_IMM", "RDMA_READ", "ATOMIC_CMP_AND_SWP", "ATOMIC_FETCH_AND_ADD", "FLUSH", "ATOMIC_WRITE"}
 
 func (o WROpcode) String() string {
 	if int(o) < len(wrOpcodeNames) {
@@ -33,9 +41,9 @@ func (o WROpcode) String() string {
 	return "WR_UNKNOWN"
 }
 
-func (o WROpcode) valid() bool        { return o <= WRFetchAdd }
-func (o WROpcode) isReadAtomic() bool { return o >= WRRead }
-func (o WROpcode) isAtomic() bool     { return o >= WRCompareSwap }
+func (o WROpcode) valid() bool        { return o <= WRAtomicWrite }
+func (o WROpcode) isReadAtomic() bool { return o >= WRRead && o <= WRFetchAdd }
+func (o WROpcode) isAtomic() bool     { return o == WRCompareSwap || o == WRFetchAdd }
 func (o WROpcode) hasImm() bool       { return o == WRSendWithImm || o == WRWriteWithImm }
 func (o WROpcode) isWrite() bool      { return o == WRWrite || o == WRWriteWithImm }
 func (o WROpcode) isSend() bool       { return o == WRSend || o == WRSendWithImm }
@@ -69,6 +77,11 @@ type SendWR struct {
 	RKey       uint32
 	CompareAdd uint64
 	Swap       uint64
+	// FlushType, FlushLevel and FlushLen describe a WRFlush at
+	// RemoteAddr under RKey (ibv_wr_flush's type, level and len).
+	FlushType  FlushType
+	FlushLevel FlushLevel
+	FlushLen   uint32
 	// InlineData, when FlagInline is set, is the payload itself (the
 	// Go form of inline SGEs); it is copied at post time.
 	InlineData []byte
@@ -152,6 +165,8 @@ const (
 	WCRead            WCOpcode = 2
 	WCCompareSwap     WCOpcode = 3
 	WCFetchAdd        WCOpcode = 4
+	WCFlush           WCOpcode = 8
+	WCAtomicWrite     WCOpcode = 9
 	WCRecv            WCOpcode = 128
 	WCRecvRDMAWithImm WCOpcode = 129
 )
@@ -159,6 +174,7 @@ const (
 var wcOpcodeOf = [...]WCOpcode{
 	WRSend: WCSend, WRSendWithImm: WCSend, WRWrite: WCWrite, WRWriteWithImm: WCWrite,
 	WRRead: WCRead, WRCompareSwap: WCCompareSwap, WRFetchAdd: WCFetchAdd,
+	WRFlush: WCFlush, WRAtomicWrite: WCAtomicWrite,
 }
 
 func (o WCOpcode) String() string {
@@ -173,6 +189,10 @@ func (o WCOpcode) String() string {
 		return "COMP_SWAP"
 	case WCFetchAdd:
 		return "FETCH_ADD"
+	case WCFlush:
+		return "FLUSH"
+	case WCAtomicWrite:
+		return "ATOMIC_WRITE"
 	case WCRecv:
 		return "RECV"
 	case WCRecvRDMAWithImm:

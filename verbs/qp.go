@@ -136,7 +136,7 @@ type Endpoint struct {
 // ConnectOptions are the connection attributes; zero fields take the
 // defaults perftest uses.
 type ConnectOptions struct {
-	Access      Access // remote access granted; 0 means read, write, atomic
+	Access      Access // remote access granted; 0 means read, write, atomic, global FLUSH
 	PathMTU     int    // 0 means the largest the link carries, at most 4096
 	Timeout     uint8  // 0 means 14 (67 ms)
 	RetryCnt    uint8  // 0 means 7
@@ -171,7 +171,7 @@ func (q *QueuePair) Endpoint(psn uint32) Endpoint {
 // ibv_uc_pingpong and perftest -c UC set none of them.
 func (q *QueuePair) Connect(remote Endpoint, o ConnectOptions) error {
 	if o.Access == 0 {
-		o.Access = AccessLocalWrite | AccessRemoteWrite | AccessRemoteRead | AccessRemoteAtomic
+		o.Access = AccessLocalWrite | AccessRemoteWrite | AccessRemoteRead | AccessRemoteAtomic | AccessFlushGlobal
 	}
 	if o.PathMTU == 0 {
 		o.PathMTU = q.pd.d.MaxPathMTU()
@@ -239,7 +239,8 @@ func (q *QueuePair) PostSend(wr *SendWR) error {
 	r.sgl = append(r.sgl[:0], wr.SGL...)
 	r.send = SendWR{ID: wr.ID, Opcode: wr.Opcode, Flags: wr.Flags, SGL: r.sgl, Imm: wr.Imm,
 		RemoteAddr: wr.RemoteAddr, RKey: wr.RKey, CompareAdd: wr.CompareAdd, Swap: wr.Swap,
-		RemoteQPN: wr.RemoteQPN, RemoteQKey: wr.RemoteQKey}
+		RemoteQPN: wr.RemoteQPN, RemoteQKey: wr.RemoteQKey,
+		FlushType: wr.FlushType, FlushLevel: wr.FlushLevel, FlushLen: wr.FlushLen}
 	if wr.AH != nil {
 		// By value: storing wr.AH would make every WR's pointees
 		// escape.

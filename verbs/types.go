@@ -33,6 +33,11 @@ type SGE = qp.SGE
 //		RKey       uint32
 //		CompareAdd uint64
 //		Swap       uint64
+//		// FlushType, FlushLevel and FlushLen describe a WRFlush at
+//		// RemoteAddr under RKey (ibv_wr_flush's type, level and len).
+//		FlushType  FlushType
+//		FlushLevel FlushLevel
+//		FlushLen   uint32
 //		// InlineData, when SendInline is set, is the payload itself (the
 //		// Go form of inline SGEs); it is copied at post time.
 //		InlineData []byte
@@ -47,7 +52,9 @@ type SGE = qp.SGE
 //
 // For atomics CompareAdd is the compare value of a compare-and-swap or the
 // addend of a fetch-and-add, and the SGL names one 8-byte buffer for the
-// original value.
+// original value. An ATOMIC WRITE (WRAtomicWrite) stores the 8 bytes its
+// SGL or InlineData hold at RemoteAddr, which must be 8-byte aligned, in
+// one access; a FLUSH (WRFlush) carries no data. Both are RC only.
 type SendWR = qp.SendWR
 
 // RecvWR is a receive work request (ibv_recv_wr) for QueuePair.PostRecv and
@@ -242,7 +249,9 @@ type Counters = qp.EngineCounters
 
 // WROpcode is a send WR's operation (ibv_wr_opcode): WRSend,
 // WRSendWithImm, WRWrite, WRWriteWithImm, WRRead, WRCompareSwap,
-// WRFetchAdd.
+// WRFetchAdd, WRFlush, WRAtomicWrite. WRFlush and WRAtomicWrite are IBA
+// 1.5's RDMA FLUSH and ATOMIC WRITE (rdma-core's ibv_wr_flush and
+// ibv_wr_atomic_write; rxe has them since Linux 6.2).
 type WROpcode = qp.WROpcode
 
 // Send WR opcodes, named as in rdma-core.
@@ -254,6 +263,35 @@ const (
 	WRRead         WROpcode = qp.WRRead
 	WRCompareSwap  WROpcode = qp.WRCompareSwap
 	WRFetchAdd     WROpcode = qp.WRFetchAdd
+	WRFlush        WROpcode = qp.WRFlush
+	WRAtomicWrite  WROpcode = qp.WRAtomicWrite
+)
+
+// FlushType is a FLUSH's placement type (ibv_placement_type), a set of
+// FlushGlobal (visible to every observer of the memory) and
+// FlushPersistent (in persistent memory). Each needs the matching access
+// flag on the remote QP and region: AccessFlushGlobal,
+// AccessFlushPersistent. A uroce region cannot have the latter (Go memory
+// is not persistent memory; rxe likewise refuses it over ordinary pages),
+// so a persistent FLUSH to uroce fails with WCRemAccessErr or, when the
+// QP does not allow it either, WCRemInvReqErr.
+type FlushType = qp.FlushType
+
+// Placement types (ibv_placement_type, rdma-core's values).
+const (
+	FlushGlobal     FlushType = qp.FlushGlobal
+	FlushPersistent FlushType = qp.FlushPersistent
+)
+
+// FlushLevel is a FLUSH's selectivity level (ibv_selectivity_level):
+// FlushRange, the FlushLen bytes at RemoteAddr, or FlushMR, the whole
+// region RKey names.
+type FlushLevel = qp.FlushLevel
+
+// Selectivity levels (ibv_selectivity_level, rdma-core's values).
+const (
+	FlushRange FlushLevel = qp.FlushRange
+	FlushMR    FlushLevel = qp.FlushMR
 )
 
 // SendFlags are a send WR's flags (ibv_send_flags): SendFence,
@@ -271,7 +309,10 @@ const (
 
 // Access is a set of memory region and QP access flags
 // (ibv_access_flags): AccessLocalWrite, AccessRemoteWrite,
-// AccessRemoteRead, AccessRemoteAtomic.
+// AccessRemoteRead, AccessRemoteAtomic, AccessFlushGlobal,
+// AccessFlushPersistent. An ATOMIC WRITE needs AccessRemoteWrite, a FLUSH
+// the flush flag of each placement type it asks for, on both the QP and
+// the region; AccessFlushPersistent is for QPs only (see FlushType).
 type Access = qp.Access
 
 // Access flags, named as in rdma-core.
@@ -280,6 +321,9 @@ const (
 	AccessRemoteWrite  Access = qp.AccessRemoteWrite
 	AccessRemoteRead   Access = qp.AccessRemoteRead
 	AccessRemoteAtomic Access = qp.AccessRemoteAtomic
+
+	AccessFlushGlobal     Access = qp.AccessFlushGlobal
+	AccessFlushPersistent Access = qp.AccessFlushPersistent
 )
 
 // WCStatus is a completion's status (ibv_wc_status, rdma-core's values):
@@ -308,7 +352,8 @@ const (
 )
 
 // WCOpcode is what a completion completed (ibv_wc_opcode): WCSend,
-// WCWrite, WCRead, WCCompareSwap, WCFetchAdd, WCRecv, WCRecvRDMAWithImm.
+// WCWrite, WCRead, WCCompareSwap, WCFetchAdd, WCFlush, WCAtomicWrite,
+// WCRecv, WCRecvRDMAWithImm.
 type WCOpcode = qp.WCOpcode
 
 // Completion opcodes (ibv_wc_opcode).
@@ -318,6 +363,8 @@ const (
 	WCRead            WCOpcode = qp.WCRead
 	WCCompareSwap     WCOpcode = qp.WCCompareSwap
 	WCFetchAdd        WCOpcode = qp.WCFetchAdd
+	WCFlush           WCOpcode = qp.WCFlush
+	WCAtomicWrite     WCOpcode = qp.WCAtomicWrite
 	WCRecv            WCOpcode = qp.WCRecv
 	WCRecvRDMAWithImm WCOpcode = qp.WCRecvRDMAWithImm
 )
