@@ -14,7 +14,7 @@ import "github.com/uroce/uroce/pkg/hist"
 // signaled; the caller owns the engine, whose now is the completion time.
 func (q *QP) recordLatency(w *sendWQE) {
 	if w.wr.Flags&FlagSignaled != 0 {
-		q.lat.RecordOwned(uint64(max(q.e.now.Sub(w.posted), 0)))
+		q.lat.RecordOwned(uint64(max(q.e.nowNS-w.posted, 0)))
 	}
 }
 

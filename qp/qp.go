@@ -57,13 +57,15 @@ type sendWQE struct {
 	// offset is the next byte to send (SEND/WRITE) or where the READ
 	// request asks the responder to start (after a partial retry).
 	offset uint32
-	posted time.Time // PostSend's now, for Latency
+	posted int64 // PostSend's now on the engine's clock, for Latency
 	sge    []SGE
 	mrs    []*MR
 	sgeBuf [1]SGE // sge's storage when MaxSendSGE is 1
 	mrBuf  [1]*MR // mrs's, likewise
 	inline []byte
 	ah     AH // a UD WQE's address, copied from wr.AH
+	// The WQE stays 256 bytes, so that each starts a cache line.
+	_ [16]byte
 }
 
 // wqeWR is what a send WQE keeps of its SendWR: the SGL and inline data
@@ -245,7 +247,7 @@ func (q *QP) PostSend(now time.Time, wr *SendWR) error {
 	}
 	w.length = uint32(length)
 	w.state, w.status = wqePosted, WCSuccess
-	w.posted = now
+	w.posted = q.e.clock.ns(now)
 	w.offset, w.validated, w.hasRdAtomic = 0, false, false
 	s.tail++
 	q.Counters.PostedSends++
