@@ -476,7 +476,14 @@ func (e *Engine) Process(now time.Time) {
 	for i := 0; i < n; i++ {
 		q := e.ready[i]
 		q.queued = false
-		more := q.resp.rdRes != nil && q.state.receives() && !e.sendResponses(q, sendBudget)
+		more := false
+		if q.responding {
+			if q.resp.rdRes == nil {
+				q.responding = false
+			} else {
+				more = q.state.receives() && !e.sendResponses(q, sendBudget)
+			}
+		}
 		if e.runRequester(q, sendBudget) || more {
 			e.schedule(q)
 		}

@@ -150,6 +150,10 @@ type QP struct {
 	queued bool
 	pkey   uint16
 	sport  uint16
+	// responding: READ or atomic responses may be owed (resp.rdRes),
+	// set when one is queued and cleared by Process once it finds none,
+	// so a QP that only requests never touches resp's line in Process.
+	responding bool
 	// mtu is the path MTU's payload bytes, 32 bits to fit in the
 	// header's padding: a 64-bit int here would push cfg.Type and the
 	// last per-packet counter a line further (TestQPLayout).
@@ -166,8 +170,9 @@ type QP struct {
 	lat     *hist.Histogram
 	retrans timer
 	// srq, which a packet rarely touches, fills the timer's line, so
-	// that resp starts the next with rdRes, which Process reads for
-	// every QP it runs, and what the responder touches for a WRITE. rnr
+	// that resp starts the next with rdRes, which Process reads for a
+	// QP that owes responses, and what the responder touches for a
+	// WRITE. rnr
 	// places rto so that the fields a request or its ACK touches there
 	// take two lines (TestQPLayout).
 	srq    *SRQ
