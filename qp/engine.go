@@ -84,6 +84,9 @@ type Engine struct {
 	OnStateChange func(*StateChange)
 	// retiredLat holds the latency of destroyed QPs, for Latency.
 	retiredLat hist.Histogram
+	// lat gathers the completion latencies of a turn, published into
+	// the QPs' histograms at its end (endTurn).
+	lat hist.Owned
 	// ChooseTOS, when set, is called for each packet of a QP to choose
 	// its TOS byte (response: an ACK or a READ or atomic response), in
 	// place of the default: the QP's traffic class, or the AH's for a
@@ -596,6 +599,7 @@ func (e *Engine) allocTx() *link.Packet {
 // endTurn gives the unused transmit buffers back, so the engine holds none
 // between turns, and notes how many this turn used if it sent.
 func (e *Engine) endTurn() {
+	e.lat.Flush()
 	if e.nextSpare < e.nSpare {
 		e.port.Release(e.spare[e.nextSpare:e.nSpare])
 		clear(e.spare[e.nextSpare:e.nSpare])
