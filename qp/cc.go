@@ -63,13 +63,11 @@ type ccState struct {
 	kind cc.Kind
 	// srtt is the smoothed RTT (RFC 6298's 1/8 gain), 0 before a sample.
 	srtt time.Duration
-	// epoch is the time sent counts from: the first send, less 1 ns, so
-	// a sample is never 0. It ends the first line: an unpaced QP's
-	// packets touch that line and their sent slot, nothing else here.
-	epoch time.Time
 	// ackReqAt is when the requester, paced, last asked for an ACK;
-	// zero before. It shares the second line with timer, which every
-	// event of an algorithm other than none looks at (ccSync).
+	// zero before. It ends the first line: an unpaced QP's packets touch
+	// that line and their sent slot, nothing else here; the timer, which
+	// every event of an algorithm other than none looks at (ccSync),
+	// starts the second.
 	ackReqAt time.Time
 	// timer is the algorithm's (NextTimer); pace wakes the requester
 	// when the pacer will have tokens.
@@ -77,12 +75,12 @@ type ccState struct {
 	pace  timer
 	pacer cc.Pacer
 	cfg   cc.Config // as selected, for a QP reset
-	// sent holds the send time of the packet whose PSN is the slot, in
-	// nanoseconds since epoch, for RTT samples; 0 for a retransmitted
-	// packet (Karn's rule). Eight bytes a slot rather than a time.Time's
-	// 24 keep the ring at 1 KiB a QP. A sample is a time.Time Sub, which
-	// takes the monotonic readings of the caller's clock, so a step of
-	// the wall clock cannot bend it.
+	// sent holds the send time of the packet whose PSN is the slot, on
+	// the engine's clock (monoClock), for RTT samples; 0 for a
+	// retransmitted packet (Karn's rule). Eight bytes a slot rather than
+	// a time.Time's 24 keep the ring at 1 KiB a QP. The engine's clock
+	// counts by time.Time's Sub, which takes the monotonic readings of
+	// the caller's clock, so a step of the wall clock cannot bend it.
 	sent [maxUnackedPSNs]int64
 }
 
@@ -127,7 +125,6 @@ func (e *Engine) ccInit(q *QP, cfg *cc.Config) error {
 	s.rate = alg.Rate()
 	s.pacer = cc.NewPacer(s.rate, burst)
 	clear(s.sent[:])
-	s.epoch = time.Time{}
 	s.srtt = 0
 	return nil
 }
@@ -283,13 +280,9 @@ func (e *Engine) ccSent(q *QP, wire int, last bth.PSN, retransmit bool) {
 	if s.paced {
 		s.pacer.Take(e.now, wire)
 	}
-	var t int64
+	var t int64 // 0: no sample
 	if !retransmit {
-		if s.epoch.IsZero() {
-			s.epoch = e.now.Add(-1)
-		}
-		// 0, no sample, only if the clock went back before the epoch.
-		t = max(int64(e.now.Sub(s.epoch)), 0)
+		t = e.nowNS
 	}
 	s.sent[uint32(last)&(maxUnackedPSNs-1)] = t
 	if s.inert {
@@ -308,7 +301,7 @@ func (e *Engine) ccAck(q *QP, from, to bth.PSN) {
 	s := q.cc
 	var rtt time.Duration
 	if t := s.sent[uint32(to.Add(-1))&(maxUnackedPSNs-1)]; t != 0 {
-		rtt = max(e.now.Sub(s.epoch)-time.Duration(t), 0)
+		rtt = time.Duration(max(e.nowNS-t, 0))
 	}
 	if rtt > 0 {
 		if s.srtt == 0 {

@@ -73,6 +73,10 @@ type Engine struct {
 	pkt       bth.Packet
 	pf        bth.PacketFields
 	now       time.Time
+	// nowNS is now on the engine's own clock (mono): read once per turn,
+	// so a packet's timestamps are int64 arithmetic, not time.Time's.
+	nowNS int64
+	clock monoClock
 	// Counters holds the engine's own counters; Stats adds the QPs'.
 	Counters EngineCounters
 	// OnStateChange, if set, is called after a QP changes state (see
@@ -80,6 +84,9 @@ type Engine struct {
 	OnStateChange func(*StateChange)
 	// retiredLat holds the latency of destroyed QPs, for Latency.
 	retiredLat hist.Histogram
+	// lat gathers the completion latencies of a turn, published into
+	// the QPs' histograms at its end (endTurn).
+	lat hist.Owned
 	// ChooseTOS, when set, is called for each packet of a QP to choose
 	// its TOS byte (response: an ACK or a READ or atomic response), in
 	// place of the default: the QP's traffic class, or the AH's for a
@@ -298,7 +305,7 @@ func (e *Engine) Busy() bool { return len(e.ready) > 0 }
 // sent before Receive returns; the requests of one QP in pkts that ask for
 // an ACK share one (ackBurst).
 func (e *Engine) Receive(now time.Time, pkts []*link.Packet) {
-	e.now = now
+	e.setNow(now)
 	for _, lp := range pkts {
 		e.receiveOne(lp)
 	}
@@ -398,6 +405,43 @@ func (e *Engine) receiveOne(lp *link.Packet) {
 	e.complete(q, p)
 }
 
+// setNow starts a turn at now.
+func (e *Engine) setNow(now time.Time) {
+	e.now, e.nowNS = now, e.clock.ns(now)
+}
+
+// monoClock turns the time.Time values the engine is given into int64
+// nanoseconds, so that what a packet does with time (its send time for
+// the RTT, a WR's latency) is an integer subtraction. Readings are
+// nanoseconds since the first time seen (by time.Time's Sub, so the
+// monotonic reading counts where both carry one), plus monoOffset: they
+// are positive for any time within a century of it, and 0 stays free to
+// mean "none".
+type monoClock struct {
+	base time.Time
+	set  bool
+	// last and lastNS cache the latest conversion: the times of one
+	// turn, and a burst of PostSends given one reading, convert once.
+	last   time.Time
+	lastNS int64
+}
+
+const monoOffset = 1 << 62
+
+func (c *monoClock) ns(t time.Time) int64 {
+	// Equal representations (wall, monotonic reading and location)
+	// give equal differences: == is the cache's key, not a comparison
+	// of instants.
+	if c.set && t == c.last {
+		return c.lastNS
+	}
+	if !c.set {
+		c.base, c.set = t, true
+	}
+	c.last, c.lastNS = t, int64(t.Sub(c.base))+monoOffset
+	return c.lastNS
+}
+
 // fromPeer reports whether a connected QP's packet came from the QP's peer
 // to this port, as rxe's check_addr requires of RC and UC packets: the IP
 // source must be the path's destination and the IP destination the port's
@@ -419,13 +463,16 @@ func (e *Engine) fromPeer(q *QP, lp *link.Packet) bool {
 // sameAddr reports whether a and b are one IP address, IPv4 in either
 // form, whatever IPv6 zone either names. It does not allocate.
 func sameAddr(a, b netip.Addr) bool {
+	if a == b {
+		return true // the common case, one form on both sides
+	}
 	return a.Unmap().WithZone("") == b.Unmap().WithZone("")
 }
 
 // Process fires the timers that are due and lets QPs with work send, then
 // sends what was built.
 func (e *Engine) Process(now time.Time) {
-	e.now = now
+	e.setNow(now)
 	// A timer fired may re-arm one for now: look again until none is due.
 	for due := e.timers.expire(now); len(due) > 0; due = e.timers.expire(now) {
 		for _, t := range due {
@@ -440,7 +487,14 @@ func (e *Engine) Process(now time.Time) {
 	for i := 0; i < n; i++ {
 		q := e.ready[i]
 		q.queued = false
-		more := q.resp.rdRes != nil && q.state.receives() && !e.sendResponses(q, sendBudget)
+		more := false
+		if q.responding {
+			if q.resp.rdRes == nil {
+				q.responding = false
+			} else {
+				more = q.state.receives() && !e.sendResponses(q, sendBudget)
+			}
+		}
 		if e.runRequester(q, sendBudget) || more {
 			e.schedule(q)
 		}
@@ -553,6 +607,7 @@ func (e *Engine) allocTx() *link.Packet {
 // endTurn gives the unused transmit buffers back, so the engine holds none
 // between turns, and notes how many this turn used if it sent.
 func (e *Engine) endTurn() {
+	e.lat.Flush()
 	if e.nextSpare < e.nSpare {
 		e.port.Release(e.spare[e.nextSpare:e.nSpare])
 		clear(e.spare[e.nextSpare:e.nSpare])

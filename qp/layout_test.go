@@ -33,7 +33,7 @@ func TestQPLayout(t *testing.T) {
 		{"rdRes and a WRITE's responder fields fill one line", line(resp) == line(resp+unsafe.Offsetof(q.resp.mr)+7)},
 		{"rto's per-request fields take two lines", line(rto+unsafe.Offsetof(q.rto.suspect)) == line(rto)+1},
 		{"cc starts a line", line(unsafe.Offsetof(b.cc)) != line(unsafe.Offsetof(b.cc)-1)},
-		{"an unpaced QP's cc fields take one line", line(unsafe.Offsetof(b.cc)+unsafe.Offsetof(b.cc.epoch)+23) == line(unsafe.Offsetof(b.cc))},
+		{"an unpaced QP's cc fields take one line", line(unsafe.Offsetof(b.cc)+unsafe.Offsetof(b.cc.ackReqAt)+23) == line(unsafe.Offsetof(b.cc))},
 	} {
 		if !c.ok {
 			t.Errorf("%s: no longer so", c.what)

@@ -57,13 +57,15 @@ type sendWQE struct {
 	// offset is the next byte to send (SEND/WRITE) or where the READ
 	// request asks the responder to start (after a partial retry).
 	offset uint32
-	posted time.Time // PostSend's now, for Latency
+	posted int64 // PostSend's now on the engine's clock, for Latency
 	sge    []SGE
 	mrs    []*MR
 	sgeBuf [1]SGE // sge's storage when MaxSendSGE is 1
 	mrBuf  [1]*MR // mrs's, likewise
 	inline []byte
 	ah     AH // a UD WQE's address, copied from wr.AH
+	// The WQE stays 256 bytes, so that each starts a cache line.
+	_ [16]byte
 }
 
 // wqeWR is what a send WQE keeps of its SendWR: the SGL and inline data
@@ -150,6 +152,10 @@ type QP struct {
 	queued bool
 	pkey   uint16
 	sport  uint16
+	// responding: READ or atomic responses may be owed (resp.rdRes),
+	// set when one is queued and cleared by Process once it finds none,
+	// so a QP that only requests never touches resp's line in Process.
+	responding bool
 	// mtu is the path MTU's payload bytes, 32 bits to fit in the
 	// header's padding: a 64-bit int here would push cfg.Type and the
 	// last per-packet counter a line further (TestQPLayout).
@@ -166,8 +172,9 @@ type QP struct {
 	lat     *hist.Histogram
 	retrans timer
 	// srq, which a packet rarely touches, fills the timer's line, so
-	// that resp starts the next with rdRes, which Process reads for
-	// every QP it runs, and what the responder touches for a WRITE. rnr
+	// that resp starts the next with rdRes, which Process reads for a
+	// QP that owes responses, and what the responder touches for a
+	// WRITE. rnr
 	// places rto so that the fields a request or its ACK touches there
 	// take two lines (TestQPLayout).
 	srq    *SRQ
@@ -257,7 +264,7 @@ func (q *QP) PostSend(now time.Time, wr *SendWR) error {
 	}
 	w.length = uint32(length)
 	w.state, w.status = wqePosted, WCSuccess
-	w.posted = now
+	w.posted = q.e.clock.ns(now)
 	w.offset, w.validated, w.hasRdAtomic = 0, false, false
 	s.tail++
 	q.Counters.PostedSends++

@@ -52,6 +52,7 @@ func (e *Engine) oweResponse(q *QP, res *resource, psn bth.PSN, va uint64, n uin
 		}
 		r.ackOwed = pendingAck{}
 	}
+	q.responding = true
 	e.startResponse(res, r, psn, va, n)
 	if !e.sendResponses(q, sendBudget) {
 		e.schedule(q)

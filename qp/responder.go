@@ -8,8 +8,8 @@ import (
 
 // responder is the receive side's state (rxe's qp->resp).
 type responder struct {
-	// rdRes first: Process reads it for every QP it runs, requester or
-	// not. What a WRITE packet touches follows it, all in one line (see
+	// rdRes first: Process reads it for every QP it runs that owes
+	// responses (QP.responding). What a WRITE packet touches follows it, all in one line (see
 	// QP); what only a SEND, an error or a READ needs comes after.
 	//
 	// The READ or atomic response being sent (readresp.go).

@@ -238,3 +238,58 @@ func TestRecordOwned(t *testing.T) {
 		t.Fatalf("RecordOwned: count %d sum %d max %d, Record: %d %d %d", got.Count, got.Sum, got.Max, want.Count, want.Sum, want.Max)
 	}
 }
+
+// TestOwned: values gathered by an Owned into two histograms, in runs of
+// one bucket and scattered, with a reader snapshotting one of them all
+// along, equal what Record counts once flushed; before Flush a snapshot
+// never shows more than was recorded, and its Count agrees with its
+// buckets.
+func TestOwned(t *testing.T) {
+	var h [2]Histogram
+	var ref [2]Histogram
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var s Snapshot
+		for range 200 {
+			h[0].Snapshot(&s)
+			var n uint64
+			for _, c := range s.Counts {
+				n += c
+			}
+			if n != s.Count {
+				t.Errorf("snapshot: Count %d, buckets %d", s.Count, n)
+				return
+			}
+		}
+	}()
+	r := rand.New(rand.NewPCG(3, 4))
+	var o Owned
+	for i := range 50_000 {
+		k := r.IntN(2)
+		v := r.Uint64N(1 << 30)
+		if i%1000 < 500 {
+			v = 1000 + uint64(i%7) // a run of one bucket
+		}
+		o.Record(&h[k], v)
+		ref[k].Record(v)
+		if i%977 == 0 {
+			o.Flush()
+		}
+	}
+	var early Snapshot
+	h[0].Snapshot(&early)
+	o.Flush()
+	<-done
+	for k := range h {
+		var got, want Snapshot
+		h[k].Snapshot(&got)
+		ref[k].Snapshot(&want)
+		if got != want {
+			t.Fatalf("histogram %d: Owned: count %d sum %d max %d, Record: %d %d %d", k, got.Count, got.Sum, got.Max, want.Count, want.Sum, want.Max)
+		}
+		if k == 0 && early.Count > got.Count {
+			t.Errorf("before Flush: count %d, after %d", early.Count, got.Count)
+		}
+	}
+}
