@@ -3,12 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"slices"
 	"time"
 
@@ -16,48 +13,19 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/uroce/uroce/examples/internal/cli"
-	"github.com/uroce/uroce/examples/internal/netdev"
 	"github.com/uroce/uroce/pkg/rsocket"
 	"github.com/uroce/uroce/verbs"
 )
 
 type options = cli.Echo
 
-func parseFlags(args []string, errOut io.Writer) (options, error) {
-	var o options
-	fs := flag.NewFlagSet("grpc", flag.ContinueOnError)
-	fs.SetOutput(errOut)
-	o.Flags(fs, 7472, 64, "calls")
-	if err := cli.Parse(fs, args); err != nil {
-		return o, err
-	}
-	return o, o.Check()
-}
+// program is the whole program; run is its body once the device is open.
+var program = cli.EchoProgram{Name: "grpc", Port: 7472, Size: 64, What: "calls", Serve: serve, Call: call}
 
-func main() {
-	o, err := parseFlags(os.Args[1:], os.Stderr)
-	if err != nil {
-		cli.BadUsage("grpc", err)
-	}
-	ctx, cancel := cli.Context(o.Timeout)
-	defer cancel()
-	d, err := netdev.OpenCM(o.Bind, o.Server)
-	if err == nil {
-		err = run(ctx, d, o, os.Stdout)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "grpc:", err)
-		os.Exit(1)
-	}
-}
+func main() { program.Main() }
 
-// run is the whole program once the device is open. It closes d.
-func run(ctx context.Context, d *verbs.Device, o options, out io.Writer) (err error) {
-	defer func() { err = errors.Join(err, d.Close()) }()
-	if o.Server == "" {
-		return serve(ctx, d, o, out)
-	}
-	return call(ctx, d, o, out)
+func run(ctx context.Context, d *verbs.Device, o options, out io.Writer) error {
+	return program.Run(ctx, d, o, out)
 }
 
 // serve runs the gRPC server on the rsocket listener until ctx ends.

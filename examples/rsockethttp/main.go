@@ -4,58 +4,27 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"slices"
 	"time"
 
 	"github.com/uroce/uroce/examples/internal/cli"
-	"github.com/uroce/uroce/examples/internal/netdev"
 	"github.com/uroce/uroce/pkg/rsocket"
 	"github.com/uroce/uroce/verbs"
 )
 
 type options = cli.Echo
 
-func parseFlags(args []string, errOut io.Writer) (options, error) {
-	var o options
-	fs := flag.NewFlagSet("rsockethttp", flag.ContinueOnError)
-	fs.SetOutput(errOut)
-	o.Flags(fs, 8080, 1024, "requests")
-	if err := cli.Parse(fs, args); err != nil {
-		return o, err
-	}
-	return o, o.Check()
-}
+// program is the whole program; run is its body once the device is open.
+var program = cli.EchoProgram{Name: "rsockethttp", Port: 8080, Size: 1024, What: "requests", Serve: serve, Call: fetch}
 
-func main() {
-	o, err := parseFlags(os.Args[1:], os.Stderr)
-	if err != nil {
-		cli.BadUsage("rsockethttp", err)
-	}
-	ctx, cancel := cli.Context(o.Timeout)
-	defer cancel()
-	d, err := netdev.OpenCM(o.Bind, o.Server)
-	if err == nil {
-		err = run(ctx, d, o, os.Stdout)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "rsockethttp:", err)
-		os.Exit(1)
-	}
-}
+func main() { program.Main() }
 
-// run is the whole program once the device is open. It closes d.
-func run(ctx context.Context, d *verbs.Device, o options, out io.Writer) (err error) {
-	defer func() { err = errors.Join(err, d.Close()) }()
-	if o.Server == "" {
-		return serve(ctx, d, o, out)
-	}
-	return fetch(ctx, d, o, out)
+func run(ctx context.Context, d *verbs.Device, o options, out io.Writer) error {
+	return program.Run(ctx, d, o, out)
 }
 
 // serve runs net/http on the rsocket listener until ctx ends.
