@@ -18,10 +18,28 @@ const ucmatosePort = 7471
 // each, and the server's disconnect. Both exit statuses, both reports and
 // a capture of the bridge are checked.
 func TestUcmatoseRxe(t *testing.T) {
+	const conns, count = 2, 10
+	runCMTest(t, "ucmatose", ucmatosePort, conns, count, 100, func(t *testing.T, res facingResult) {
+		// Each connection: count SENDs each way (more only if a slow
+		// guest made a side retransmit); REQ, REP, RTU, DREQ and DREP.
+		if n := res.stats.Opcodes[bth.RCSendOnly]; n < 2*conns*count {
+			t.Errorf("%d SENDs in the capture, want %d", n, 2*conns*count)
+		}
+		if n := res.stats.Opcodes[bth.UDSendOnly]; n < 5*conns {
+			t.Errorf("%d CM MADs in the capture, want at least %d", n, 5*conns)
+		}
+	})
+}
+
+// runCMTest runs uroce's examples/<prog> against the rdmacm-utils program
+// of that name (the cmatose family: ucmatose, udaddy) on an rxe guest,
+// each side as client and as server, with conns connections of count
+// messages of size bytes: both must exit 0 with the family's closing
+// lines, the capture must decode, and check judges the packets.
+func runCMTest(t *testing.T, prog string, port, conns, count, size int, check func(*testing.T, facingResult)) {
 	l := lab.New(t, lab.Config{})
-	bin := buildExample(t, "ucmatose")
+	bin := buildExample(t, prog)
 	g := l.Boot(lab.GuestConfig{})[0]
-	const conns, count, size = 2, 10, 100
 	peer := lab.PeerAddr.Addr().String()
 	args := fmt.Sprintf("-c %d -C %d -S %d", conns, count, size)
 	for _, uroceClient := range []bool{true, false} {
@@ -30,37 +48,28 @@ func TestUcmatoseRxe(t *testing.T) {
 			name = "uroce-client"
 		}
 		t.Run(name, func(t *testing.T) {
-			f := facing{prog: "ucmatose", bin: bin, uroceClient: uroceClient, cmPort: ucmatosePort, uroceReady: "starting server"}
+			f := facing{prog: prog, bin: bin, uroceClient: uroceClient, cmPort: port, uroceReady: "starting server"}
 			f.uroceArgs = append([]string{"-timeout", "2m"}, strings.Fields(args)...)
 			if uroceClient {
-				f.guestCmd = fmt.Sprintf("ucmatose -b %v %s", g.Addr, args)
+				f.guestCmd = fmt.Sprintf("%s -b %v %s", prog, g.Addr, args)
 				f.uroceArgs = append(f.uroceArgs, "-b", peer, "-s", g.Addr.String())
 			} else {
-				f.guestCmd = fmt.Sprintf("ucmatose -s %s %s", peer, args)
+				f.guestCmd = fmt.Sprintf("%s -s %s %s", prog, peer, args)
 				f.uroceArgs = append(f.uroceArgs, "-b", peer)
 			}
 			res := f.run(t, l, g)
 			res.checkEnds(t, f)
-			guest, uroce, stats := res.guest, res.uroce, res.stats
-			for who, out := range map[string]string{"ucmatose": guest.Stdout, "uroce": uroce} {
+			for who, out := range map[string]string{prog: res.guest.Stdout, "uroce": res.uroce} {
 				for _, want := range []string{"data transfers complete", "return status 0"} {
 					if !strings.Contains(out, want) {
 						t.Errorf("%s's output lacks %q", who, want)
 					}
 				}
 			}
-			if err := stats.Err(); err != nil {
+			if err := res.stats.Err(); err != nil {
 				t.Error(err)
 			}
-			// Each connection: count SENDs each way (more only if a
-			// slow guest made a side retransmit); REQ, REP, RTU,
-			// DREQ and DREP.
-			if n := stats.Opcodes[bth.RCSendOnly]; n < 2*conns*count {
-				t.Errorf("%d SENDs in the capture, want %d", n, 2*conns*count)
-			}
-			if n := stats.Opcodes[bth.UDSendOnly]; n < 5*conns {
-				t.Errorf("%d CM MADs in the capture, want at least %d", n, 5*conns)
-			}
+			check(t, res)
 		})
 	}
 }

@@ -1,12 +1,9 @@
 package interop_test
 
 import (
-	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/uroce/uroce/bth"
-	"github.com/uroce/uroce/tests/interop/lab"
 )
 
 // udaddyPort is udaddy's rdma_cm port (fixed; it has no flag for it).
@@ -20,63 +17,31 @@ const udaddyPort = 7174
 // first completion gave it. Both exit statuses, both reports and a
 // capture of the bridge are checked.
 func TestUdaddyRxe(t *testing.T) {
-	l := lab.New(t, lab.Config{})
-	bin := buildExample(t, "udaddy")
-	g := l.Boot(lab.GuestConfig{})[0]
 	const conns, count, size = 2, 10, 100
-	peer := lab.PeerAddr.Addr().String()
-	args := fmt.Sprintf("-c %d -C %d -S %d", conns, count, size)
-	for _, uroceClient := range []bool{true, false} {
-		name := "uroce-server"
-		if uroceClient {
-			name = "uroce-client"
+	runCMTest(t, "udaddy", udaddyPort, conns, count, size, func(t *testing.T, res facingResult) {
+		// Each service: a SIDR_REQ and a SIDR_REP (more only if a slow
+		// guest made the client retry), then count datagrams each way,
+		// all SENDs with immediate data (the sender's QPN) and
+		// librdmacm's Q_Key. UD never retransmits.
+		if n := res.stats.Opcodes[bth.UDSendOnly]; n < 2*conns {
+			t.Errorf("%d CM MADs in the capture, want at least %d", n, 2*conns)
 		}
-		t.Run(name, func(t *testing.T) {
-			f := facing{prog: "udaddy", bin: bin, uroceClient: uroceClient, cmPort: udaddyPort, uroceReady: "starting server"}
-			f.uroceArgs = append([]string{"-timeout", "2m"}, strings.Fields(args)...)
-			if uroceClient {
-				f.guestCmd = fmt.Sprintf("udaddy -b %v %s", g.Addr, args)
-				f.uroceArgs = append(f.uroceArgs, "-b", peer, "-s", g.Addr.String())
-			} else {
-				f.guestCmd = fmt.Sprintf("udaddy -s %s %s", peer, args)
-				f.uroceArgs = append(f.uroceArgs, "-b", peer)
+		if n := res.stats.Opcodes[bth.UDSendOnlyImm]; n != 2*conns*count {
+			t.Errorf("%d UD SENDs with immediate in the capture, want %d", n, 2*conns*count)
+		}
+		n, bad := 0, 0
+		for _, rec := range res.frames {
+			var fr bth.Frame
+			if fr.Decode(rec.Data) != nil || fr.Opcode() != bth.UDSendOnlyImm {
+				continue
 			}
-			res := f.run(t, l, g)
-			res.checkEnds(t, f)
-			for who, out := range map[string]string{"udaddy": res.guest.Stdout, "uroce": res.uroce} {
-				for _, want := range []string{"data transfers complete", "return status 0"} {
-					if !strings.Contains(out, want) {
-						t.Errorf("%s's output lacks %q", who, want)
-					}
-				}
+			n++
+			if fr.DETH().QKey() != 0x01234567 || len(fr.Payload()) != size || fr.ImmDt().Imm() != fr.DETH().SrcQP() {
+				bad++
 			}
-			if err := res.stats.Err(); err != nil {
-				t.Error(err)
-			}
-			// Each service: a SIDR_REQ and a SIDR_REP (more only if a
-			// slow guest made the client retry), then count datagrams
-			// each way, all SENDs with immediate data (the sender's
-			// QPN) and librdmacm's Q_Key. UD never retransmits.
-			if n := res.stats.Opcodes[bth.UDSendOnly]; n < 2*conns {
-				t.Errorf("%d CM MADs in the capture, want at least %d", n, 2*conns)
-			}
-			if n := res.stats.Opcodes[bth.UDSendOnlyImm]; n != 2*conns*count {
-				t.Errorf("%d UD SENDs with immediate in the capture, want %d", n, 2*conns*count)
-			}
-			n, bad := 0, 0
-			for _, rec := range res.frames {
-				var fr bth.Frame
-				if fr.Decode(rec.Data) != nil || fr.Opcode() != bth.UDSendOnlyImm {
-					continue
-				}
-				n++
-				if fr.DETH().QKey() != 0x01234567 || len(fr.Payload()) != size || fr.ImmDt().Imm() != fr.DETH().SrcQP() {
-					bad++
-				}
-			}
-			if bad > 0 {
-				t.Errorf("%d of %d datagrams lack Q_Key 0x01234567, size %d, or their source QPN as immediate data", bad, n, size)
-			}
-		})
-	}
+		}
+		if bad > 0 {
+			t.Errorf("%d of %d datagrams lack Q_Key 0x01234567, size %d, or their source QPN as immediate data", bad, n, size)
+		}
+	})
 }
