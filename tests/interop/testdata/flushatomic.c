@@ -3,22 +3,23 @@
 //
 // It listens on a TCP port; the peer connects and the two swap one line
 // each, "QPN PSN GID ADDR RKEY" in hex (the GID as 32 hex digits of its
-// 16 bytes), then both move their QP to RTS. As the requester it posts,
-// for each of ROUNDS rounds, N signaled ATOMIC WRITEs of value(round, k)
-// to the peer's ADDR + 8k, a FLUSH of that range and a FLUSH of the whole
-// region, checks every completion (status, opcode, order), sends "done",
-// and with -neg then posts an ATOMIC WRITE to ADDR + 4 (misaligned: IBA
-// o9-20.2.1, rxe's RESPST_ERR_MISALIGNED_ATOMIC) and reports its status,
-// sends "neg"; it leaves once the peer says "bye". As the responder it
-// waits for "done", prints its region's first 8N bytes, with -neg waits
-// for "neg" and prints its QP's state, then says "bye".
+// 16 bytes), then both move their QP to RTS and say "rts". As the
+// requester it posts, for each of ROUNDS rounds, N signaled ATOMIC
+// WRITEs of value(round, k) to the peer's ADDR + 8k and, with -flush, a
+// FLUSH of that range and a FLUSH of the whole region; it checks every
+// completion (status, opcode, order) and sends "done". With -neg it then
+// posts an ATOMIC WRITE to ADDR + 4 (misaligned: an invalid request, as
+// rxe's RESPST_ERR_MISALIGNED_ATOMIC), prints its status and sends
+// "neg"; it leaves once the peer says "bye". As the responder it waits
+// for "done", prints its region's first 8N bytes, with -neg waits for
+// "neg" and prints its QP's state, then says "bye".
 //
 // Built on the host against Debian 13's libibverbs-dev (rdma-core 56):
 // ibv_wr_flush and ibv_wr_atomic_write are inline wrappers over
 // ibv_qp_ex's function pointers, which rdma-core 56's rxe provider fills.
 //
-// Usage: flushatomic [-p PORT] [-d DEV] [-g GIDX] [-r ROUNDS] [-n N] [-neg]
-//                    requester|responder
+// Usage: flushatomic [-p PORT] [-d DEV] [-g GIDX] [-r ROUNDS] [-n N]
+//                    [-flush] [-neg] requester|responder
 #include <infiniband/verbs.h>
 
 #include <arpa/inet.h>
@@ -107,7 +108,7 @@ static struct ibv_wc poll1(struct ibv_cq *cq, uint64_t id, enum ibv_wc_opcode op
 
 int main(int argc, char **argv)
 {
-	int port = 18515, gidx = 1, rounds = 1, n = 64, neg = 0, requester = -1;
+	int port = 18515, gidx = 1, rounds = 1, n = 64, neg = 0, flush = 0, requester = -1;
 	const char *devname = "rxe0";
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-p") && i + 1 < argc)
@@ -122,12 +123,14 @@ int main(int argc, char **argv)
 			n = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "-neg"))
 			neg = 1;
+		else if (!strcmp(argv[i], "-flush"))
+			flush = 1;
 		else if (!strcmp(argv[i], "requester"))
 			requester = 1;
 		else if (!strcmp(argv[i], "responder"))
 			requester = 0;
 		else
-			die("usage: flushatomic [-p PORT] [-d DEV] [-g GIDX] [-r ROUNDS] [-n N] [-neg] requester|responder");
+			die("usage: flushatomic [-p PORT] [-d DEV] [-g GIDX] [-r ROUNDS] [-n N] [-flush] [-neg] requester|responder");
 	}
 	if (requester < 0 || n < 1 || n > MAX_N || rounds < 1)
 		die("bad arguments");
@@ -238,6 +241,10 @@ int main(int argc, char **argv)
 	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 				  IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
 		die("modify QP to RTS: %s", strerror(errno));
+	// Neither side sends before the other's QP is ready to receive: a
+	// request that reaches a QP still in INIT is dropped.
+	sendline("rts\n");
+	expect("rts");
 
 	if (requester) {
 		uint64_t id = 0;
@@ -250,22 +257,26 @@ int main(int argc, char **argv)
 				qpx->wr_flags = IBV_SEND_SIGNALED;
 				ibv_wr_atomic_write(qpx, rrkey, raddr + 8 * k, &v);
 			}
-			qpx->wr_id = id++;
-			qpx->wr_flags = IBV_SEND_SIGNALED;
-			ibv_wr_flush(qpx, rrkey, raddr, 8 * n, IBV_FLUSH_GLOBAL, IBV_FLUSH_RANGE);
-			qpx->wr_id = id++;
-			qpx->wr_flags = IBV_SEND_SIGNALED;
-			ibv_wr_flush(qpx, rrkey, raddr, 0, IBV_FLUSH_GLOBAL, IBV_FLUSH_MR);
+			if (flush) {
+				qpx->wr_id = id++;
+				qpx->wr_flags = IBV_SEND_SIGNALED;
+				ibv_wr_flush(qpx, rrkey, raddr, 8 * n, IBV_FLUSH_GLOBAL, IBV_FLUSH_RANGE);
+				qpx->wr_id = id++;
+				qpx->wr_flags = IBV_SEND_SIGNALED;
+				ibv_wr_flush(qpx, rrkey, raddr, 0, IBV_FLUSH_GLOBAL, IBV_FLUSH_MR);
+			}
 			int err = ibv_wr_complete(qpx);
 			if (err)
 				die("ibv_wr_complete: %s", strerror(err));
 			for (int k = 0; k < n; k++)
 				poll1(cq, first + k, IBV_WC_ATOMIC_WRITE, 1);
-			poll1(cq, first + n, IBV_WC_FLUSH, 1);
-			poll1(cq, first + n + 1, IBV_WC_FLUSH, 1);
+			if (flush) {
+				poll1(cq, first + n, IBV_WC_FLUSH, 1);
+				poll1(cq, first + n + 1, IBV_WC_FLUSH, 1);
+			}
 		}
 		printf("requester: %d rounds: %d atomic writes (IBV_WC_ATOMIC_WRITE), %d flushes (IBV_WC_FLUSH), all IBV_WC_SUCCESS\n",
-		       rounds, rounds * n, 2 * rounds);
+		       rounds, rounds * n, flush ? 2 * rounds : 0);
 		fflush(stdout);
 		sendline("done\n");
 		if (neg) {

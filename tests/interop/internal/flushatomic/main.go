@@ -5,7 +5,7 @@
 // other role: the requester when the C program is the responder, and the
 // other way round.
 //
-// Usage: flushatomic -d IFACE [-p PORT] [-r ROUNDS] [-n N] [-neg] requester|responder HOST
+// Usage: flushatomic -d IFACE [-p PORT] [-r ROUNDS] [-n N] [-flush] [-neg] requester|responder HOST
 package main
 
 import (
@@ -39,20 +39,21 @@ func main() {
 	rounds := flag.Int("r", 1, "`rounds` of ATOMIC WRITEs and FLUSHes")
 	n := flag.Int("n", 64, "ATOMIC WRITEs per round (8-byte `slots`)")
 	neg := flag.Bool("neg", false, "end with a misaligned ATOMIC WRITE")
+	flush := flag.Bool("flush", false, "follow each round's ATOMIC WRITEs with a FLUSH of their range and one of the whole region")
 	flag.Parse()
 	if flag.NArg() != 2 || (flag.Arg(0) != "requester" && flag.Arg(0) != "responder") || *n < 1 || *n > 1024 || *rounds < 1 {
-		fmt.Fprintln(os.Stderr, "usage: flushatomic -d IFACE [-p PORT] [-r ROUNDS] [-n N] [-neg] requester|responder HOST")
+		fmt.Fprintln(os.Stderr, "usage: flushatomic -d IFACE [-p PORT] [-r ROUNDS] [-n N] [-flush] [-neg] requester|responder HOST")
 		os.Exit(2)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if err := run(ctx, *dev, net.JoinHostPort(flag.Arg(1), fmt.Sprint(*port)), flag.Arg(0) == "requester", *rounds, *n, *neg); err != nil {
+	if err := run(ctx, *dev, net.JoinHostPort(flag.Arg(1), fmt.Sprint(*port)), flag.Arg(0) == "requester", *rounds, *n, *flush, *neg); err != nil {
 		fmt.Fprintln(os.Stderr, "flushatomic:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, dev, peer string, requester bool, rounds, n int, neg bool) (err error) {
+func run(ctx context.Context, dev, peer string, requester bool, rounds, n int, flush, neg bool) (err error) {
 	// The device drives itself in the background: the responder only
 	// waits on TCP while it answers.
 	d, err := verbs.OpenInterface(dev)
@@ -125,6 +126,15 @@ func run(ctx context.Context, dev, peer string, requester bool, rounds, n int, n
 		return nil
 	}
 
+	// Neither side sends before the other's QP is ready to receive: a
+	// request that reaches a QP still in INIT is dropped.
+	if _, err := fmt.Fprintf(c, "rts\n"); err != nil {
+		return err
+	}
+	if err := expect("rts"); err != nil {
+		return err
+	}
+
 	if !requester {
 		if err := expect("done"); err != nil {
 			return err
@@ -168,6 +178,10 @@ func run(ctx context.Context, dev, peer string, requester bool, rounds, n int, n
 	}
 	var id uint64
 	var v [8]byte
+	levels := []verbs.FlushLevel{verbs.FlushRange, verbs.FlushMR}
+	if !flush {
+		levels = nil
+	}
 	for r := range rounds {
 		first := id
 		for k := range n {
@@ -179,7 +193,7 @@ func run(ctx context.Context, dev, peer string, requester bool, rounds, n int, n
 			}
 			id++
 		}
-		for _, lvl := range []verbs.FlushLevel{verbs.FlushRange, verbs.FlushMR} {
+		for _, lvl := range levels {
 			wr := verbs.SendWR{ID: id, Opcode: verbs.WRFlush, Flags: verbs.SendSignaled, FlushType: verbs.FlushGlobal,
 				FlushLevel: lvl, RemoteAddr: raddr, RKey: rrkey}
 			if lvl == verbs.FlushRange {
@@ -195,13 +209,13 @@ func run(ctx context.Context, dev, peer string, requester bool, rounds, n int, n
 				return err
 			}
 		}
-		for k := range 2 {
+		for k := range levels {
 			if _, err := wait(first+uint64(n+k), verbs.WCFlush, true); err != nil {
 				return err
 			}
 		}
 	}
-	fmt.Printf("requester: %d rounds: %d atomic writes (WCAtomicWrite), %d flushes (WCFlush), all WCSuccess\n", rounds, rounds*n, 2*rounds)
+	fmt.Printf("requester: %d rounds: %d atomic writes (WCAtomicWrite), %d flushes (WCFlush), all WCSuccess\n", rounds, rounds*n, len(levels)*rounds)
 	if _, err := fmt.Fprintf(c, "done\n"); err != nil {
 		return err
 	}
