@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"hash/crc32"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -106,7 +107,56 @@ func testFlushCells(t *testing.T, l *lab.Lab, g *lab.Guest) {
 			t.Run(c.String(), func(t *testing.T) { c.run(t, l, g, guestBin, uroceBin) })
 		}
 	}
+	t.Run("rxe-flush-icrc", func(t *testing.T) { testRxeFlushICRC(t, l, g, guestBin, uroceBin) })
+}
 
+// testRxeFlushICRC pins down why FLUSH is not among the cells: rxe as
+// the requester of one ATOMIC WRITE and one FLUSH for a few seconds,
+// uroce the responder. Every FLUSH rxe sends must carry rxe's ICRC, the
+// standard CRC continued over the packet's BTH, FETH and RETH a second
+// time, and none the standard one; uroce drops them all, so neither
+// program ends by itself. Once rxe sends standard FLUSHes this fails,
+// and the FLUSH cells can join (-flush).
+func testRxeFlushICRC(t *testing.T, l *lab.Lab, g *lab.Guest, guestBin, uroceBin string) {
+	args := []string{"-p", strconv.Itoa(perftestPort), "-r", "1", "-n", "1", "-flush"}
+	f := facing{
+		prog:        "flushatomic.c",
+		bin:         uroceBin,
+		uroceClient: true,
+		guestCmd:    guestBin + " " + strings.Join(args, " ") + " -t 4 requester",
+		uroceArgs:   append(append([]string{"-d", l.PeerLink.Name, "-t", "3s"}, args...), "responder", g.Addr.String()),
+	}
+	res := f.run(t, l, g)
+	if res.captureError != nil {
+		t.Fatal(res.captureError)
+	}
+	if !strings.Contains(res.guest.Stderr, "timed out") {
+		t.Errorf("rxe's requester ended otherwise than timed out: %v", res.guest.Err())
+	}
+	rxeICRC, standard := 0, 0
+	for _, r := range res.frames {
+		var fr bth.Frame
+		if fr.Decode(r.Data) != nil || fr.Opcode() != bth.RCFlush || fr.IPVersion() != 4 {
+			continue
+		}
+		dg := fr.Datagram()
+		std, err := bth.ICRC(dg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hdr := int(dg[0]&0x0f)*4 + bth.UDPLen // the BTH's offset
+		got := binary.LittleEndian.Uint32(dg[len(dg)-bth.ICRCLen:])
+		switch got {
+		case std:
+			standard++
+		case crc32.Update(std, crc32.IEEETable, dg[hdr:hdr+12+4+16]):
+			rxeICRC++
+		}
+	}
+	t.Logf("rxe's FLUSH packets: %d with rxe's ICRC, %d with the standard one", rxeICRC, standard)
+	if rxeICRC == 0 || standard != 0 {
+		t.Errorf("rxe sent %d FLUSHes with its own ICRC and %d with the standard one: has rxe's FLUSH ICRC changed?", rxeICRC, standard)
+	}
 }
 
 func (c flushCell) run(t *testing.T, l *lab.Lab, g *lab.Guest, guestBin, uroceBin string) {

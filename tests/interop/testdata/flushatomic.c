@@ -18,14 +18,17 @@
 // ibv_wr_flush and ibv_wr_atomic_write are inline wrappers over
 // ibv_qp_ex's function pointers, which rdma-core 56's rxe provider fills.
 //
+// -t SECONDS ends it with status 3 after that long.
+//
 // Usage: flushatomic [-p PORT] [-d DEV] [-g GIDX] [-r ROUNDS] [-n N]
-//                    [-flush] [-neg] requester|responder
+//                    [-flush] [-neg] [-t SECONDS] requester|responder
 #include <infiniband/verbs.h>
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -52,6 +55,15 @@ static void die(const char *f, ...)
 static uint64_t value(int r, int k)
 {
 	return 0x0123456789abcdefULL ^ ((uint64_t)r << 56) ^ ((uint64_t)(k + 1) * 0x9e3779b97f4a7c15ULL);
+}
+
+static void timed_out(int sig)
+{
+	(void)sig;
+	static const char msg[] = "flushatomic: timed out\n";
+	if (write(2, msg, sizeof msg - 1) < 0)
+		_exit(3);
+	_exit(3);
 }
 
 static int sock_fd;
@@ -108,7 +120,7 @@ static struct ibv_wc poll1(struct ibv_cq *cq, uint64_t id, enum ibv_wc_opcode op
 
 int main(int argc, char **argv)
 {
-	int port = 18515, gidx = 1, rounds = 1, n = 64, neg = 0, flush = 0, requester = -1;
+	int port = 18515, gidx = 1, rounds = 1, n = 64, neg = 0, flush = 0, timeout = 0, requester = -1;
 	const char *devname = "rxe0";
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-p") && i + 1 < argc)
@@ -125,15 +137,21 @@ int main(int argc, char **argv)
 			neg = 1;
 		else if (!strcmp(argv[i], "-flush"))
 			flush = 1;
+		else if (!strcmp(argv[i], "-t") && i + 1 < argc)
+			timeout = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "requester"))
 			requester = 1;
 		else if (!strcmp(argv[i], "responder"))
 			requester = 0;
 		else
-			die("usage: flushatomic [-p PORT] [-d DEV] [-g GIDX] [-r ROUNDS] [-n N] [-flush] [-neg] requester|responder");
+			die("usage: flushatomic [-p PORT] [-d DEV] [-g GIDX] [-r ROUNDS] [-n N] [-flush] [-neg] [-t SECONDS] requester|responder");
 	}
-	if (requester < 0 || n < 1 || n > MAX_N || rounds < 1)
+	if (requester < 0 || n < 1 || n > MAX_N || rounds < 1 || timeout < 0)
 		die("bad arguments");
+	if (timeout > 0) {
+		signal(SIGALRM, timed_out);
+		alarm(timeout);
+	}
 
 	struct ibv_device **list = ibv_get_device_list(NULL);
 	struct ibv_device *dev = NULL;

@@ -5,7 +5,7 @@
 // other role: the requester when the C program is the responder, and the
 // other way round.
 //
-// Usage: flushatomic -d IFACE [-p PORT] [-r ROUNDS] [-n N] [-flush] [-neg] requester|responder HOST
+// Usage: flushatomic -d IFACE [-p PORT] [-r ROUNDS] [-n N] [-flush] [-neg] [-t DURATION] requester|responder HOST
 package main
 
 import (
@@ -40,12 +40,13 @@ func main() {
 	n := flag.Int("n", 64, "ATOMIC WRITEs per round (8-byte `slots`)")
 	neg := flag.Bool("neg", false, "end with a misaligned ATOMIC WRITE")
 	flush := flag.Bool("flush", false, "follow each round's ATOMIC WRITEs with a FLUSH of their range and one of the whole region")
+	timeout := flag.Duration("t", 3*time.Minute, "give up after this long")
 	flag.Parse()
 	if flag.NArg() != 2 || (flag.Arg(0) != "requester" && flag.Arg(0) != "responder") || *n < 1 || *n > 1024 || *rounds < 1 {
-		fmt.Fprintln(os.Stderr, "usage: flushatomic -d IFACE [-p PORT] [-r ROUNDS] [-n N] [-flush] [-neg] requester|responder HOST")
+		fmt.Fprintln(os.Stderr, "usage: flushatomic -d IFACE [-p PORT] [-r ROUNDS] [-n N] [-flush] [-neg] [-t DURATION] requester|responder HOST")
 		os.Exit(2)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	if err := run(ctx, *dev, net.JoinHostPort(flag.Arg(1), fmt.Sprint(*port)), flag.Arg(0) == "requester", *rounds, *n, *flush, *neg); err != nil {
 		fmt.Fprintln(os.Stderr, "flushatomic:", err)
