@@ -13,7 +13,10 @@
 // ibv_rc_pingpong on one guest, each as client and as server, on a clean
 // bridge and with 1 % and 5 % of RoCE packets dropped; with -uc against
 // ibv_uc_pingpong. TestPerfRxeUC runs perftest's write and send tests
-// with -c UC against uroce-perf -c UC.
+// with -c UC against uroce-perf -c UC. On the Debian 13 guest,
+// TestTrixieQuick also runs ATOMIC WRITE between testdata/flushatomic.c,
+// built on the host against that release's libibverbs-dev, and uroce's
+// internal/flushatomic.
 //
 // These tests need root (namespaces, taps) and take minutes (TCG guests);
 // -short skips them.
