@@ -12,7 +12,8 @@ import (
 // exactly one goroutine owns them at a time: whoever holds d.owner, a word
 // taken with a compare-and-swap. In inline mode any verbs call takes it in
 // passing, runs the engine to completion and lets go (as eRPC does); after
-// Start the device's goroutine holds it for good. A call that finds it
+// Start the device's goroutine holds it for good, except on a link.Poller,
+// where it lets go whenever it parks (poll.go). A call that finds it
 // taken hands its work over instead: it fills a request slot, pushes the
 // slot's index on d.sub (a lock-free ring), wakes the owner's link Wait and
 // waits for the owner to run it. Whoever lets go of d.owner looks at d.sub
@@ -87,6 +88,10 @@ func (d *Device) initOwner() {
 	if w, ok := d.l.(link.Waker); ok {
 		d.wake = w.Wake
 	}
+	if p, ok := d.l.(link.Poller); ok && d.wake != nil {
+		d.poller = p
+		d.pollFn = d.pollReady
+	}
 }
 
 // tryOwn takes the engine if no one holds it and Start is not taking it
@@ -96,13 +101,20 @@ func (d *Device) tryOwn() bool { return !d.starting.Load() && d.owner.CompareAnd
 // letGo lets go of the engine, first running requests that arrived
 // meanwhile, and tells a blocked inline waiter that the engine is free.
 func (d *Device) letGo() {
+	d.rearm()
 	for {
 		d.owner.Store(0)
-		if d.sub.empty() || !d.tryOwn() {
+		// A started device's goroutine that woke to packets while
+		// this owner held the engine left them to it (pollReady).
+		if d.sub.empty() && !d.missed.Load() || !d.tryOwn() {
 			break
+		}
+		if d.missed.Swap(false) {
+			d.receiveAndRun()
 		}
 		d.runHandedOver()
 		d.runEngine()
+		d.rearm()
 	}
 	if d.waiters.Load() > 0 {
 		select {
