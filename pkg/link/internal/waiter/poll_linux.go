@@ -3,6 +3,8 @@ package waiter
 import (
 	"errors"
 	"os"
+	"runtime"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -20,10 +22,13 @@ import (
 // eventfd for input only, and gives the poller that one descriptor: it
 // becomes readable whenever one of them gets input.
 type poller struct {
-	f     *os.File
-	rc    syscall.RawConn
-	ready func() bool        // the current Poll's; one Poll at a time
-	check func(uintptr) bool // calls ready; made once, so Poll allocates nothing
+	// pollers counts goroutines inside Poll: Free waits for them to
+	// leave before it closes the eventfd that Poll drains.
+	pollers atomic.Int32
+	f       *os.File
+	rc      syscall.RawConn
+	ready   func() bool        // the current Poll's; one Poll at a time
+	check   func(uintptr) bool // calls ready; made once, so Poll allocates nothing
 }
 
 // InitPoll sets up Poll, once, before the link is used; without it (or if
@@ -60,11 +65,15 @@ func (w *Waiter) InitPoll() {
 // sleeps in short steps).
 func (w *Waiter) CanPoll() bool { return w.poll != nil }
 
-// freePoll ends a Poll in progress (the file's Close waits until it has
-// left) before the descriptors it watches go.
+// freePoll ends a Poll in progress and waits until it has left, before
+// the descriptors it watches go; Close has begun.
 func (w *Waiter) freePoll() {
-	if w.poll != nil {
-		w.poll.f.Close()
+	if w.poll == nil {
+		return
+	}
+	w.poll.f.Close()
+	for w.poll.pollers.Load() != 0 {
+		runtime.Gosched()
 	}
 }
 
@@ -81,6 +90,11 @@ func (w *Waiter) Poll(deadline time.Time, ready func() bool) (closed bool, err e
 			time.Sleep(50 * time.Microsecond)
 		}
 		return w.Closing(), nil
+	}
+	p.pollers.Add(1)
+	defer p.pollers.Add(-1)
+	if w.Closing() {
+		return true, nil
 	}
 	if err := p.f.SetReadDeadline(deadline); err != nil {
 		return w.Closing(), nil
