@@ -27,8 +27,6 @@ type poller struct {
 	pollers atomic.Int32
 	f       *os.File
 	rc      syscall.RawConn
-	epfd    int // the epoll descriptor the poller watches (f's)
-	ev      [4]unix.EpollEvent
 	ready   func() bool        // the current Poll's; one Poll at a time
 	check   func(uintptr) bool // calls ready; made once, so Poll allocates nothing
 }
@@ -58,8 +56,8 @@ func (w *Waiter) InitPoll() {
 		f.Close()
 		return
 	}
-	p := &poller{f: f, rc: rc, epfd: epfd}
-	p.check = func(uintptr) bool { return w.pollCheck() }
+	p := &poller{f: f, rc: rc}
+	p.check = func(uintptr) bool { return p.ready() }
 	w.poll = p
 }
 
@@ -79,44 +77,12 @@ func (w *Waiter) freePoll() {
 	}
 }
 
-// pollCheck is Poll's test before each park: ready, and then whether
-// anything is still readable. The poller only hears of new input, and a
-// ready may leave some unread (a link reads as many datagrams a call as
-// recent calls found, a batch of refused datagrams reads as none, and
-// ready does not read at all while another goroutine owns the link), so
-// Poll parks only once epoll, level-triggered, says nothing is waiting;
-// else it yields and asks ready again. A Wake read from the eventfd here
-// is one such ask.
-func (w *Waiter) pollCheck() bool {
-	p := w.poll
-	for {
-		if p.ready() {
-			return true
-		}
-		n, err := unix.EpollWait(p.epfd, p.ev[:], 0)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil || n <= 0 {
-			return false
-		}
-		for _, ev := range p.ev[:n] {
-			if int(ev.Fd) == w.efd {
-				var buf [8]byte
-				unix.Read(w.efd, buf[:])
-			}
-		}
-		runtime.Gosched()
-	}
-}
-
 // Poll parks the calling goroutine in Go's network poller until one of the
 // descriptors may have got input, Wake is called, the deadline passes
 // (zero: never) or Close frees the Waiter, which it reports as closed. It
 // calls ready first and after each wake-up, and returns once ready
-// reports true; it parks only while no descriptor is readable. It needs
-// no Enter: the owner may be another goroutine, inside a call meanwhile.
-// One goroutine polls at a time.
+// reports true. It needs no Enter: the owner may be another goroutine,
+// inside a call meanwhile. One goroutine polls at a time.
 func (w *Waiter) Poll(deadline time.Time, ready func() bool) (closed bool, err error) {
 	p := w.poll
 	if p == nil {

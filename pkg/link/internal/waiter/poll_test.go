@@ -108,36 +108,3 @@ func TestCloseEndsPoll(t *testing.T) {
 		t.Error("Poll after Close did not say closed")
 	}
 }
-
-// TestPollLeftInput: input that ready leaves unread keeps Poll from
-// parking (the poller would not hear of it again): ready is asked again
-// until it has read it all.
-func TestPollLeftInput(t *testing.T) {
-	w, p := newT(t)
-	w.InitPoll()
-	defer w.Close(w.Free)
-	if !w.CanPoll() {
-		t.Skip("no poller on this runtime")
-	}
-	unix.Write(p[1], []byte{1, 2, 3})
-	done := make(chan int)
-	go func() {
-		got := 0
-		w.Poll(time.Time{}, func() bool {
-			var buf [1]byte // one byte a call, as a link reads part of a queue
-			if n, _ := unix.Read(p[0], buf[:]); n == 1 {
-				got++
-			}
-			return got == 3
-		})
-		done <- got
-	}()
-	select {
-	case got := <-done:
-		if got != 3 {
-			t.Fatalf("read %d bytes of 3", got)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Poll parked with input left unread")
-	}
-}
