@@ -172,20 +172,39 @@ func (d *Device) receiveAndRun() int {
 	now := d.clock()
 	got := 0
 	for {
+		refused := d.refused()
 		n, _ := d.l.Recv(d.rx[:])
 		if n == 0 {
-			break
+			// On a link.Poller read until a Recv reads nothing, not
+			// even datagrams it refuses: the poller tells of new input
+			// only, so what this turn leaves would wait for the next
+			// datagram (a link reads as many a call as recent calls
+			// found; a flood's garbage reads as none accepted).
+			if d.poller == nil || d.refused() == refused {
+				break
+			}
+			continue
 		}
 		got += n
 		d.e.Receive(now, d.rx[:n])
 		d.l.Release(d.rx[:n])
-		if n < len(d.rx) {
+		if n < len(d.rx) && d.poller == nil {
 			break
 		}
 	}
 	d.e.Process(now)
 	d.deliverCompletions()
 	return got
+}
+
+// refused counts the datagrams the link has refused, on a link.Poller;
+// the caller owns the engine.
+func (d *Device) refused() uint64 {
+	if d.poller == nil {
+		return 0
+	}
+	s := d.l.Stats()
+	return s.RxDropped + s.RxICRCErrors
 }
 
 // deliverCompletions moves new completions from the engine's CQs to the
