@@ -83,8 +83,10 @@ func (d *Device) pollLoop(done chan struct{}) {
 }
 
 // pollReady is Poll's test, run before the goroutine parks and after
-// each wake-up: it reports whether the goroutine has work, with the
-// engine taken, or must stop.
+// each wake-up. It serves a turn with the engine taken and says to park
+// again, so that a wake-up costs one turn and the goroutine leaves Poll
+// only to move its deadline, for work left to send, or after Close
+// (then it reports true).
 func (d *Device) pollReady() bool {
 	if d.closed.Load() {
 		return true
@@ -93,11 +95,17 @@ func (d *Device) pollReady() bool {
 		return false // the owner reads the link when it lets go
 	}
 	got := d.runHandedOver() + d.receiveAndRun()
-	if got > 0 || d.e.Busy() || d.deadlineMoved() {
+	if d.e.Busy() || d.deadlineMoved() {
 		d.pollOwns = true
 		return true
 	}
+	// The turn read the link until it was empty: stay in Poll, which
+	// remembers input from now on, and let a goroutine the turn readied
+	// (a Wait's completion) have the processor first.
 	d.letGo()
+	if got > 0 {
+		runtime.Gosched()
+	}
 	return false
 }
 
