@@ -38,7 +38,6 @@ func (d *Device) pollLoop(done chan struct{}) {
 	d.starting.Store(false) // from now on anyone may take the engine
 	owned := true
 	for !d.closed.Load() {
-		var deadline time.Time
 		if owned {
 			d.runHandedOver()
 			d.receiveAndRun()
@@ -48,22 +47,24 @@ func (d *Device) pollLoop(done chan struct{}) {
 				runtime.Gosched()
 				continue
 			}
+		}
+		d.pollOwns = false
+		d.parked.Store(true)
+		if owned {
+			// The deadline is set while this goroutine owns the
+			// engine, so an owner that arms an earlier timer after
+			// it lets go moves it (rearm) and nothing sets it back.
+			// Not owning, acquire cleared it for the owner to set.
+			var deadline time.Time
 			var armed int64
 			if t, ok := d.e.NextDeadline(); ok {
 				deadline, armed = t, max(t.UnixNano(), 1)
 			}
 			d.armed.Store(armed)
-		} else {
-			// Another goroutine drives: it moves the deadline when it
-			// lets go (rearm).
-			d.armed.Store(0)
-		}
-		d.pollOwns = false
-		d.parked.Store(true)
-		if owned {
+			d.poller.PollDeadline(deadline)
 			d.letGo()
 		}
-		err := d.poller.Poll(deadline, d.pollFn)
+		err := d.poller.Poll(d.pollFn)
 		d.parked.Store(false)
 		owned = d.pollOwns || d.acquire()
 		if err != nil {
@@ -113,6 +114,11 @@ func (d *Device) pollReady() bool {
 // d.missed set for the owner to see when it lets go.
 func (d *Device) acquire() bool {
 	if !d.tryOwn() {
+		// The Poll deadline may be stale or past: clear it before
+		// saying so, and the owner sets it when it lets go after it
+		// sees d.missed (rearm), or this goroutine when it next owns.
+		d.armed.Store(0)
+		d.poller.PollDeadline(time.Time{})
 		d.missed.Store(true)
 		if !d.tryOwn() {
 			return false

@@ -101,8 +101,8 @@ type Waker interface {
 
 // Poller is implemented by links that another goroutine can sleep on while
 // the owner uses them. Poll sleeps until a packet may have arrived, Wake
-// is called, the deadline passes (the zero time: never) or the link is
-// closed (ErrClosed); a timeout is not an error. It calls ready first and
+// is called, the deadline last set with PollDeadline passes (none at
+// first) or the link is closed (ErrClosed); a timeout is not an error. It calls ready first and
 // again after each wake-up, and returns as soon as ready reports true, so
 // a packet that arrives just before the goroutine sleeps is not missed.
 //
@@ -112,12 +112,13 @@ type Waker interface {
 // started device's goroutine sleeps here, so that any goroutine can drive
 // the engine while it sleeps.
 //
-// PollDeadline moves the deadline of the Poll in progress (Poll sets its
-// own when it begins); any goroutine may call it. It is how a goroutine
-// that drove the engine meanwhile and armed a timer wakes the poller in
-// time without waking it now.
+// PollDeadline sets the deadline of the Poll in progress and of later
+// ones (the zero time: none); any goroutine may call it. Poll does not
+// set one itself, so that a deadline another goroutine set just before a
+// Poll began holds: it is how a goroutine that drove the engine and armed
+// a timer wakes the poller in time without waking it now.
 type Poller interface {
-	Poll(deadline time.Time, ready func() bool) error
+	Poll(ready func() bool) error
 	PollDeadline(deadline time.Time)
 }
 

@@ -401,9 +401,7 @@ func (l *Link) Wake() { l.c.Wake() }
 
 // Poll implements link.Poller: the device's goroutine sleeps there while
 // other goroutines drive the link.
-func (l *Link) Poll(deadline time.Time, ready func() bool) error {
-	return l.c.Poll(deadline, ready)
-}
+func (l *Link) Poll(ready func() bool) error { return l.c.Poll(ready) }
 
 // PollDeadline implements link.Poller.
 func (l *Link) PollDeadline(deadline time.Time) { l.c.PollDeadline(deadline) }

@@ -38,7 +38,7 @@ func TestPoll(t *testing.T) {
 	calls := 0
 	go func() {
 		pk := make([]*link.Packet, 8)
-		err := b.Poll(time.Time{}, func() bool {
+		err := b.Poll(func() bool {
 			calls++
 			n, _ := b.Recv(pk)
 			b.Release(pk[:n])

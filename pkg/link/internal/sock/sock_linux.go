@@ -263,8 +263,8 @@ func (c *Conn) Wake() { c.W.Wake() }
 func (c *Conn) PollDeadline(deadline time.Time) { c.W.PollDeadline(deadline) }
 
 // Poll implements link.Poller.Poll.
-func (c *Conn) Poll(deadline time.Time, ready func() bool) error {
-	closed, err := c.W.Poll(deadline, ready)
+func (c *Conn) Poll(ready func() bool) error {
+	closed, err := c.W.Poll(ready)
 	if closed {
 		return c.errClosed
 	}

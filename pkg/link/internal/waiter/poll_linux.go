@@ -78,12 +78,12 @@ func (w *Waiter) freePoll() {
 }
 
 // Poll parks the calling goroutine in Go's network poller until one of the
-// descriptors may have got input, Wake is called, the deadline passes
-// (zero: never) or Close frees the Waiter, which it reports as closed. It
+// descriptors may have got input, Wake is called, the deadline set with
+// PollDeadline passes (none at first) or Close frees the Waiter, which it reports as closed. It
 // calls ready first and after each wake-up, and returns once ready
 // reports true. It needs no Enter: the owner may be another goroutine,
 // inside a call meanwhile. One goroutine polls at a time.
-func (w *Waiter) Poll(deadline time.Time, ready func() bool) (closed bool, err error) {
+func (w *Waiter) Poll(ready func() bool) (closed bool, err error) {
 	p := w.poll
 	if p == nil {
 		if !ready() {
@@ -96,9 +96,6 @@ func (w *Waiter) Poll(deadline time.Time, ready func() bool) (closed bool, err e
 	if w.Closing() {
 		return true, nil
 	}
-	if err := p.f.SetReadDeadline(deadline); err != nil {
-		return w.Closing(), nil
-	}
 	p.ready = ready
 	err = p.rc.Read(p.check)
 	p.ready = nil
@@ -109,16 +106,16 @@ func (w *Waiter) Poll(deadline time.Time, ready func() bool) (closed bool, err e
 		unix.Read(w.efd, buf[:])
 	}
 	switch {
-	case err == nil, errors.Is(err, os.ErrDeadlineExceeded):
-		return false, nil
 	case w.Closing():
 		return true, nil
+	case err == nil, errors.Is(err, os.ErrDeadlineExceeded):
+		return false, nil
 	}
 	return false, err
 }
 
-// PollDeadline moves the deadline of the Poll in progress; any goroutine
-// may call it.
+// PollDeadline sets the deadline of the Poll in progress and of later
+// ones (zero: none); any goroutine may call it.
 func (w *Waiter) PollDeadline(deadline time.Time) {
 	if w.poll != nil {
 		w.poll.f.SetReadDeadline(deadline)

@@ -17,7 +17,7 @@ func TestPollReadable(t *testing.T) {
 		t.Skip("no poller on this runtime")
 	}
 	calls := 0
-	if closed, err := w.Poll(time.Time{}, func() bool { calls++; return true }); closed || err != nil || calls != 1 {
+	if closed, err := w.Poll(func() bool { calls++; return true }); closed || err != nil || calls != 1 {
 		t.Fatalf("Poll with ready: %v %v, %d calls", closed, err, calls)
 	}
 	go func() {
@@ -26,7 +26,7 @@ func TestPollReadable(t *testing.T) {
 	}()
 	var buf [1]byte
 	got := false
-	closed, err := w.Poll(time.Time{}, func() bool {
+	closed, err := w.Poll(func() bool {
 		n, _ := unix.Read(p[0], buf[:])
 		got = n == 1
 		return got
@@ -36,8 +36,8 @@ func TestPollReadable(t *testing.T) {
 	}
 }
 
-// TestPollDeadline: Poll ends at its deadline, and at one another
-// goroutine moved earlier, without an error.
+// TestPollDeadline: Poll ends at the deadline PollDeadline set, and at one
+// another goroutine sets meanwhile, without an error.
 func TestPollDeadline(t *testing.T) {
 	w, _ := newT(t)
 	w.InitPoll()
@@ -47,18 +47,26 @@ func TestPollDeadline(t *testing.T) {
 	}
 	no := func() bool { return false }
 	start := time.Now()
-	if closed, err := w.Poll(start.Add(20*time.Millisecond), no); closed || err != nil {
+	w.PollDeadline(start.Add(20 * time.Millisecond))
+	if closed, err := w.Poll(no); closed || err != nil {
 		t.Fatalf("Poll: %v %v", closed, err)
 	}
 	if d := time.Since(start); d < 20*time.Millisecond {
 		t.Fatalf("Poll returned after %v, before its deadline", d)
 	}
+	// The expired deadline cleared, Poll sleeps until another goroutine
+	// sets one.
+	w.PollDeadline(time.Time{})
 	go func() {
 		time.Sleep(10 * time.Millisecond)
 		w.PollDeadline(time.Now())
 	}()
-	if closed, err := w.Poll(time.Time{}, no); closed || err != nil {
-		t.Fatalf("Poll with a moved deadline: %v %v", closed, err)
+	start = time.Now()
+	if closed, err := w.Poll(no); closed || err != nil {
+		t.Fatalf("Poll with a deadline set meanwhile: %v %v", closed, err)
+	}
+	if d := time.Since(start); d < 10*time.Millisecond {
+		t.Fatalf("Poll returned after %v, before the deadline was set", d)
 	}
 }
 
@@ -75,7 +83,7 @@ func TestPollWake(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 		w.Wake()
 	}()
-	if closed, err := w.Poll(time.Time{}, func() bool { calls++; return calls > 1 }); closed || err != nil || calls != 2 {
+	if closed, err := w.Poll(func() bool { calls++; return calls > 1 }); closed || err != nil || calls != 2 {
 		t.Fatalf("Poll: %v %v, %d calls", closed, err, calls)
 	}
 }
@@ -91,7 +99,7 @@ func TestCloseEndsPoll(t *testing.T) {
 	}
 	res := make(chan bool)
 	go func() {
-		closed, _ := w.Poll(time.Time{}, func() bool { return false })
+		closed, _ := w.Poll(func() bool { return false })
 		res <- closed
 	}()
 	time.Sleep(10 * time.Millisecond)
@@ -104,7 +112,7 @@ func TestCloseEndsPoll(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Close did not end Poll")
 	}
-	if closed, _ := w.Poll(time.Time{}, func() bool { return false }); !closed {
+	if closed, _ := w.Poll(func() bool { return false }); !closed {
 		t.Error("Poll after Close did not say closed")
 	}
 }
