@@ -116,10 +116,7 @@ func (c *CQ) Poll(wc []WC) int {
 // at least half of them ended within 75 µs (spin.go); then it parks until
 // the device's goroutine delivers. A CQ whose completions follow each
 // post within µs is answered without a wake-up; one that waits for a
-// client's next request parks at once and costs no CPU. On a link.Poller
-// (the udp backend) it parks at once: the device's goroutine parks in Go's
-// network poller, and a spin would keep the runtime's idle thread from
-// looking there (poll.go).
+// client's next request parks at once and costs no CPU.
 func (c *CQ) Wait(ctx context.Context, wc []WC) (int, error) {
 	d := c.d
 	var start time.Time
@@ -138,7 +135,7 @@ func (c *CQ) Wait(ctx context.Context, wc []WC) (int, error) {
 		}
 		if start.IsZero() {
 			start = time.Now()
-			if d.bg.Load() && d.poller == nil && c.spinFor(ctx, start) {
+			if d.bg.Load() && c.spinFor(ctx, start) {
 				continue
 			}
 		}

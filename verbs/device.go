@@ -62,16 +62,6 @@ type Device struct {
 	// port follows the link's interface (port.go); nil when it has none.
 	port       *netinfo.LinkWatch
 	linkDowned atomic.Uint64
-
-	// On a link.Poller the started device's goroutine parks in the
-	// link's Poll without the engine, and whoever else wants it drives
-	// it meanwhile (poll.go).
-	poller   link.Poller
-	pollFn   func() bool  // d.pollReady, made once
-	pollOwns bool         // pollReady took the engine (the goroutine only)
-	missed   atomic.Bool  // the goroutine woke while another owned the engine
-	armed    atomic.Int64 // the goroutine's Poll deadline, Unix ns; 0: none
-	parked   atomic.Bool  // the goroutine is (about to be) in Poll
 }
 
 // Open makes a device over a link, which it owns from now on, and starts
@@ -247,10 +237,6 @@ func (d *Device) Start() {
 	}
 	d.bg.Store(true)
 	d.bgDone = make(chan struct{})
-	if d.poller != nil {
-		go d.pollLoop(d.bgDone)
-		return
-	}
 	go d.loop(d.bgDone)
 }
 

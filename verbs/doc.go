@@ -54,15 +54,9 @@
 // (link.Waker) and waits for the verdict; the owner runs handed-over
 // requests before it sleeps and before it lets go. Completions travel the
 // other way through each CQ's own lock-free ring, which any number of
-// goroutines may poll. On a link another goroutine can sleep on
-// (link.Poller: the default udp backend) the device's goroutine does not
-// keep the engine: it lets go whenever it has nothing to do and parks in
-// Go's network poller, so a call on a started device runs the engine on
-// the caller's goroutine as in inline mode, and the goroutine wakes for
-// packets nobody else reads and for the engine's timers. On other links
-// it keeps the engine, polls for a few idle rounds after work before it
-// sleeps in the link, and a link that cannot be woken (no link.Waker) is
-// polled every 50 µs instead.
+// goroutines may poll. The device's goroutine polls for a few idle rounds
+// after work before it sleeps in the link; a link that cannot be woken (no
+// link.Waker) is polled every 50 µs instead.
 //
 // What an operator watches comes out of the same objects: Counters on a
 // QueuePair and a Device (rxe's hw_counters meanings; package metrics

@@ -12,8 +12,7 @@ import (
 // exactly one goroutine owns them at a time: whoever holds d.owner, a word
 // taken with a compare-and-swap. In inline mode any verbs call takes it in
 // passing, runs the engine to completion and lets go (as eRPC does); after
-// Start the device's goroutine holds it for good, except on a link.Poller,
-// where it lets go whenever it parks (poll.go). A call that finds it
+// Start the device's goroutine holds it for good. A call that finds it
 // taken hands its work over instead: it fills a request slot, pushes the
 // slot's index on d.sub (a lock-free ring), wakes the owner's link Wait and
 // waits for the owner to run it. Whoever lets go of d.owner looks at d.sub
@@ -88,10 +87,6 @@ func (d *Device) initOwner() {
 	if w, ok := d.l.(link.Waker); ok {
 		d.wake = w.Wake
 	}
-	if p, ok := d.l.(link.Poller); ok && d.wake != nil {
-		d.poller = p
-		d.pollFn = d.pollReady
-	}
 }
 
 // tryOwn takes the engine if no one holds it and Start is not taking it
@@ -101,20 +96,13 @@ func (d *Device) tryOwn() bool { return !d.starting.Load() && d.owner.CompareAnd
 // letGo lets go of the engine, first running requests that arrived
 // meanwhile, and tells a blocked inline waiter that the engine is free.
 func (d *Device) letGo() {
-	d.rearm()
 	for {
 		d.owner.Store(0)
-		// A started device's goroutine that woke to packets while
-		// this owner held the engine left them to it (pollReady).
-		if d.sub.empty() && !d.missed.Load() || !d.tryOwn() {
+		if d.sub.empty() || !d.tryOwn() {
 			break
-		}
-		if d.missed.Swap(false) {
-			d.receiveAndRun()
 		}
 		d.runHandedOver()
 		d.runEngine()
-		d.rearm()
 	}
 	if d.waiters.Load() > 0 {
 		select {
@@ -172,39 +160,20 @@ func (d *Device) receiveAndRun() int {
 	now := d.clock()
 	got := 0
 	for {
-		refused := d.refused()
 		n, _ := d.l.Recv(d.rx[:])
 		if n == 0 {
-			// On a link.Poller read until a Recv reads nothing, not
-			// even datagrams it refuses: the poller tells of new input
-			// only, so what this turn leaves would wait for the next
-			// datagram (a link reads as many a call as recent calls
-			// found; a flood's garbage reads as none accepted).
-			if d.poller == nil || d.refused() == refused {
-				break
-			}
-			continue
+			break
 		}
 		got += n
 		d.e.Receive(now, d.rx[:n])
 		d.l.Release(d.rx[:n])
-		if n < len(d.rx) && d.poller == nil {
+		if n < len(d.rx) {
 			break
 		}
 	}
 	d.e.Process(now)
 	d.deliverCompletions()
 	return got
-}
-
-// refused counts the datagrams the link has refused, on a link.Poller;
-// the caller owns the engine.
-func (d *Device) refused() uint64 {
-	if d.poller == nil {
-		return 0
-	}
-	s := d.l.Stats()
-	return s.RxDropped + s.RxICRCErrors
 }
 
 // deliverCompletions moves new completions from the engine's CQs to the

@@ -99,29 +99,6 @@ type Waker interface {
 	Wake()
 }
 
-// Poller is implemented by links that another goroutine can sleep on while
-// the owner uses them. Poll sleeps until a packet may have arrived, Wake
-// is called, the deadline last set with PollDeadline passes (none at
-// first) or the link is closed (ErrClosed); a timeout is not an error. It calls ready first and
-// again after each wake-up, and returns as soon as ready reports true, so
-// a packet that arrives just before the goroutine sleeps is not missed.
-//
-// Unlike Wait, Poll is outside the data path: the goroutine that polls
-// need not own the link, and another may Recv meanwhile (ready is where
-// the poller takes the link over). One goroutine polls at a time. A
-// started device's goroutine sleeps here, so that any goroutine can drive
-// the engine while it sleeps.
-//
-// PollDeadline sets the deadline of the Poll in progress and of later
-// ones (the zero time: none); any goroutine may call it. Poll does not
-// set one itself, so that a deadline another goroutine set just before a
-// Poll began holds: it is how a goroutine that drove the engine and armed
-// a timer wakes the poller in time without waking it now.
-type Poller interface {
-	Poll(ready func() bool) error
-	PollDeadline(deadline time.Time)
-}
-
 // Resolver is implemented by links that learn next hops themselves
 // (afpacket, afxdp). Resolve learns dst's link-layer address, waiting for
 // the answer a bounded moment (ResolveWait), so that the first packets sent

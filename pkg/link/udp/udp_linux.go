@@ -18,7 +18,6 @@ import (
 
 var _ link.Link = (*Link)(nil)
 var _ link.Waker = (*Link)(nil)
-var _ link.Poller = (*Link)(nil)
 
 // Errors returned by Open.
 var (
@@ -174,16 +173,12 @@ func (l *Link) open(a netip.Addr, cfg Config) error {
 	l.ids = newIDSolver(cfg.MTU)
 	// Buffers: headroom plus the largest UDP payload the MTU allows.
 	l.bufSize = link.Headroom + cfg.MTU
-	if err := l.c.Init(sock.Config{
+	return l.c.Init(sock.Config{
 		Name: "udp", FD: fd, V6: l.v6, Batch: cfg.Batch, Buffers: cfg.Buffers, BufSize: l.bufSize,
 		TxCtrl: unix.CmsgSpace(4),
 		RxCtrl: unix.CmsgSpace(4) + 16,
 		RxAt:   link.Headroom,
-	}); err != nil {
-		return err
-	}
-	l.c.W.InitPoll() // for Poll
-	return nil
+	})
 }
 
 // linkScope returns the interface index a link-local IPv6 address is
@@ -398,13 +393,6 @@ func (l *Link) Wait(timeout time.Duration) error { return l.c.Wait(timeout) }
 
 // Wake implements link.Waker.
 func (l *Link) Wake() { l.c.Wake() }
-
-// Poll implements link.Poller: the device's goroutine sleeps there while
-// other goroutines drive the link.
-func (l *Link) Poll(ready func() bool) error { return l.c.Poll(ready) }
-
-// PollDeadline implements link.Poller.
-func (l *Link) PollDeadline(deadline time.Time) { l.c.PollDeadline(deadline) }
 
 // Info implements link.Link.
 func (l *Link) Info() link.Info { return l.info }

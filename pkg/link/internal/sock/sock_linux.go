@@ -259,21 +259,6 @@ func (c *Conn) Wait(timeout time.Duration) error {
 // Wake implements link.Waker.
 func (c *Conn) Wake() { c.W.Wake() }
 
-// PollDeadline implements link.Poller.PollDeadline.
-func (c *Conn) PollDeadline(deadline time.Time) { c.W.PollDeadline(deadline) }
-
-// Poll implements link.Poller.Poll.
-func (c *Conn) Poll(ready func() bool) error {
-	closed, err := c.W.Poll(ready)
-	if closed {
-		return c.errClosed
-	}
-	if err != nil {
-		return fmt.Errorf("%s: %w", c.name, err)
-	}
-	return nil
-}
-
 // Close fences the owner, then runs free (the backend's own resources;
 // the socket is the backend's to close) and frees the Conn's.
 func (c *Conn) Close(free func()) {

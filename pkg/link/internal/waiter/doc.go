@@ -15,7 +15,5 @@
 // Wait also polls and waits for the owner's exit to hand over. Only then does the link free its resources. The owner
 // never waits for Close, and Close waits at most for one call to finish.
 //
-// Wait itself is ppoll(2) on the link's descriptors and the eventfd. Poll
-// is the other way to sleep, outside the data path, for a goroutine that
-// does not own the link: it parks in Go's network poller (poll_linux.go).
+// Wait itself is ppoll(2) on the link's descriptors and the eventfd.
 package waiter

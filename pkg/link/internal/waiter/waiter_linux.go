@@ -30,9 +30,6 @@ type Waiter struct {
 	// whose number the process may already have given to another file.
 	wakers atomic.Int32
 	freed  atomic.Bool
-	poll   *poller // Poll's (poll_linux.go); nil if it cannot park
-	// woken says a Wake wrote to the eventfd since Poll last drained it.
-	woken atomic.Bool
 }
 
 // New makes a Waiter whose Wait watches fds for input; PollOut watches
@@ -111,7 +108,6 @@ func (w *Waiter) wake() {
 // or when the link fails to open.
 func (w *Waiter) Free() {
 	w.freed.Store(true)
-	w.freePoll() // before the descriptors it watches go
 	for w.wakers.Load() != 0 {
 		runtime.Gosched() // a Wake is between its check and its write
 	}
@@ -154,7 +150,6 @@ func (w *Waiter) Wait(timeout time.Duration) (closed bool, err error) {
 // goroutine may call it.
 func (w *Waiter) Wake() {
 	w.wakers.Add(1)
-	w.woken.Store(true)
 	if !w.freed.Load() {
 		w.wake()
 	}
