@@ -266,10 +266,12 @@ func wantOpcodes(test string, size, ibMTU int) []bth.Opcode {
 // received) or as responder (sequence NAKs sent, duplicates answered).
 var uroceRetransmitCounters = []string{"Retransmits", "Timeouts", "SeqNAKsRcvd", "ImplicitNAKs", "SeqNAKsSent", "DupRequests"}
 
-// testPerfDrop runs c while the bridge drops c.drop % of RoCE packets, and
-// checks that it completes and that both sides' counters show the
-// recovery.
-func testPerfDrop(t *testing.T, l *lab.Lab, g *lab.Guest, bin string, c perfCell) {
+// runDropping runs c while the bridge drops c.drop % of RoCE packets and
+// checks it as any run (check); it returns the result and how many packets
+// nftables dropped, failing the test if that is none (the rule did not see
+// the traffic).
+func (c perfCell) runDropping(t *testing.T, l *lab.Lab, g *lab.Guest, bin string) (perfResult, uint64) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	d, err := l.DropRoCE(ctx, c.drop)
@@ -283,11 +285,19 @@ func testPerfDrop(t *testing.T, l *lab.Lab, g *lab.Guest, bin string, c perfCell
 	if err != nil {
 		t.Fatal(err)
 	}
-	gd, u := res.guestDelta, res.uroceCount
-	t.Logf("nftables dropped %d RoCE packets; uroce's counters: %v", dropped, u)
+	t.Logf("nftables dropped %d RoCE packets; uroce's counters: %v", dropped, res.uroceCount)
 	if dropped == 0 {
 		t.Fatal("nftables dropped nothing: the rule does not see the bridge's RoCE traffic")
 	}
+	return res, dropped
+}
+
+// testPerfDrop runs c while the bridge drops c.drop % of RoCE packets, and
+// checks that it completes and that both sides' counters show the
+// recovery.
+func testPerfDrop(t *testing.T, l *lab.Lab, g *lab.Guest, bin string, c perfCell) {
+	res, dropped := c.runDropping(t, l, g, bin)
+	gd, u := res.guestDelta, res.uroceCount
 	if n := sum(gd, retransmitCounters); n == 0 {
 		t.Errorf("%d packets dropped, yet no guest retransmission counter (%v) moved", dropped, retransmitCounters)
 	}
