@@ -109,3 +109,32 @@ func Stream(t *testing.T, name string, minSize int, run func(ctx context.Context
 // StreamCase is one run of a stream program: Count transfers of Size
 // bytes each way, Iterations times.
 type StreamCase struct{ Size, Count, Iterations int }
+
+// Echo runs an echo program (grpc, rsockethttp) over loopback, one run per
+// case of Count round trips of Size bytes, and checks that the client
+// reports them all echoed. The server ends once the client is done.
+func Echo(t *testing.T, p cli.EchoProgram, cases []cli.Echo) {
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("n%d-S%d", tc.Count, tc.Size), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			sctx, stop := context.WithCancel(ctx)
+			o := tc
+			o.Port = p.Port
+			_, cliOut := Run(t, ctx, func(d *verbs.Device, listening func(), out io.Writer) error {
+				srv := o
+				srv.Listening = listening
+				return p.Run(sctx, d, srv, out)
+			}, func(d *verbs.Device, server string, out io.Writer) error {
+				defer stop()
+				c := o
+				c.Server = server
+				return p.Run(ctx, d, c, out)
+			})
+			if want := fmt.Sprintf("%d %s of %d bytes echoed", tc.Count, p.What, tc.Size); !strings.Contains(cliOut, want) {
+				t.Errorf("client printed:\n%s", cliOut)
+			}
+			t.Log(strings.TrimSpace(cliOut))
+		})
+	}
+}
