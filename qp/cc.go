@@ -207,22 +207,18 @@ func (e *Engine) ccArmPace(q *QP, n int) {
 	}
 }
 
-// ccHoldResponse reports whether the responder must wait before sending a
-// READ response packet of n bytes of payload, and if so arms the pacer's
-// timer. Responses share the QP's pacer with its requests: DCQCN's rate
-// limiter is per QP, and for a READ the responder is the QP whose data
-// crosses the congested link. No window applies: responses answer
-// requests the peer already let in.
-func (e *Engine) ccHoldResponse(q *QP, n int) bool {
+// ccPaceHold reports whether a paced QP must wait for tokens before a
+// packet of wire bytes, and if so arms the pacer's timer. Only the pacer
+// applies, no window: READ responses answer requests the peer already let
+// in (they share the QP's pacer with its requests: DCQCN's rate limiter is
+// per QP, and for a READ the responder is the QP whose data crosses the
+// congested link), and a UC QP has no ACKs to open a window.
+func (e *Engine) ccPaceHold(q *QP, wire int) bool {
 	s := q.cc
-	if !s.paced {
+	if !s.paced || s.pacer.Delay(e.now, wire) == 0 {
 		return false
 	}
-	n += respHeaderEstimate
-	if s.pacer.Delay(e.now, n) == 0 {
-		return false
-	}
-	e.ccArmPace(q, n)
+	e.ccArmPace(q, wire)
 	return true
 }
 

@@ -148,7 +148,7 @@ func (e *Engine) sendResponses(q *QP, budget int) bool {
 		}
 		mtu := uint32(q.mtu)
 		size := min(r.rdN, mtu)
-		if e.ccHoldResponse(q, int(size)) {
+		if e.ccPaceHold(q, int(size)+respHeaderEstimate) {
 			return true
 		}
 		if size > 0 && mrOf != res {

@@ -93,7 +93,7 @@ func (e *Engine) runUCRequester(q *QP, budget int) bool {
 			if budget == 0 {
 				return true
 			}
-			if e.ucHold(q, w.nextPayload(int(q.mtu))) {
+			if e.ccPaceHold(q, w.nextPayload(int(q.mtu))+reqHeaderEstimate) {
 				return false // the pacer's timer schedules us
 			}
 			if !e.sendUCPacket(q, w) {
@@ -104,22 +104,6 @@ func (e *Engine) runUCRequester(q *QP, budget int) bool {
 		q.completeSend(w)
 	}
 	return false
-}
-
-// ucHold reports whether a paced UC QP must wait for tokens before n
-// bytes of payload. A window has no meaning without ACKs, so only the
-// pacer (a rate that CNPs lower) holds a UC QP back.
-func (e *Engine) ucHold(q *QP, n int) bool {
-	s := q.cc
-	if !s.paced {
-		return false
-	}
-	n += reqHeaderEstimate
-	if s.pacer.Delay(e.now, n) == 0 {
-		return false
-	}
-	e.ccArmPace(q, n)
-	return true
 }
 
 // sendUCPacket builds the next packet of a UC SEND or WRITE: RC's packet
