@@ -310,6 +310,11 @@ func (q *QP) Modify(a *Attr, mask AttrMask) error {
 	if err := checkModify(q.cfg.Type, q.state, a, mask); err != nil {
 		return fmt.Errorf("modify QP %d: %w", q.qpn, err)
 	}
+	// Selective repeat changes what the packets carry: once the QP
+	// receives, turning it on or off would misread the peer's packets.
+	if mask&AttrRetrans != 0 && q.state >= StateRTR && (a.Retrans^q.attr.Retrans)&RetransSelective != 0 {
+		return fmt.Errorf("modify QP %d: %w: selective repeat is fixed from RTR on", q.qpn, ErrBadAttr)
+	}
 	next := q.state
 	if mask&AttrState != 0 {
 		next = a.State

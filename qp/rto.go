@@ -24,6 +24,14 @@ const (
 	// retries, then fail the WR with WCRetryExcErr; only an RNRRetry of
 	// 7 means forever.
 	RetransRetry7Forever
+	// RetransSelective is selective repeat, between uroce peers only:
+	// every WRITE packet carries its own placement, the responder places
+	// packets that arrive out of order and acknowledges them selectively,
+	// and the requester resends only what was lost (sr.go). It changes
+	// the wire, so both sides must set it, at INIT to RTR at the latest,
+	// and only a uroce peer may be asked: the connection manager's and
+	// uroce-perf's exchanges negotiate it. rxe and ConnectX never see it.
+	RetransSelective
 )
 
 // minRTO is the adaptive timer's floor. A wheel timer fires up to a tick

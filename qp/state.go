@@ -121,7 +121,7 @@ var rcTransitions = map[[2]QPState]transition{
 	{StateInit, StateInit}:  {opt: AttrPKeyIndex | AttrPort | AttrAccessFlags},
 	{StateInit, StateRTR}: {
 		req: AttrAV | AttrPathMTU | AttrDestQPN | AttrRQPSN | AttrMaxDestRdAtomic | AttrMinRNRTimer,
-		opt: AttrPKeyIndex | AttrAccessFlags,
+		opt: AttrPKeyIndex | AttrAccessFlags | AttrRetrans,
 	},
 	{StateRTR, StateRTS}: {
 		req: AttrTimeout | AttrRetryCnt | AttrRNRRetry | AttrSQPSN | AttrMaxQPRdAtomic,
@@ -219,7 +219,7 @@ func checkModify(t QPType, cur QPState, a *Attr, mask AttrMask) error {
 	if mask&AttrRNRRetry != 0 && a.RNRRetry > 7 {
 		return fmt.Errorf("%w: rnr_retry %d", ErrBadAttr, a.RNRRetry)
 	}
-	if mask&AttrRetrans != 0 && a.Retrans&^(RetransFixed|RetransRetry7Forever) != 0 {
+	if mask&AttrRetrans != 0 && a.Retrans&^(RetransFixed|RetransRetry7Forever|RetransSelective) != 0 {
 		return fmt.Errorf("%w: retrans flags %#x", ErrBadAttr, uint8(a.Retrans))
 	}
 	if mask&AttrMinRNRTimer != 0 && a.MinRNRTimer > 31 {

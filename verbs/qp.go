@@ -151,7 +151,9 @@ type ConnectOptions struct {
 	// a WR with WCRetryExcErr after RetryCnt retries, 7 included, as IBA
 	// (9.7.6.1.3) and ConnectX do. RetransFixed keeps to the IBA timer
 	// alone; RetransRetry7Forever makes RetryCnt 7 retry forever, as
-	// rxe does. The peer sees standard RC either way.
+	// rxe does. The peer sees standard RC either way, except with
+	// RetransSelective: selective repeat, which only a uroce peer that
+	// set it too understands (the connection manager negotiates it).
 	Retrans RetransFlags
 }
 
@@ -195,13 +197,13 @@ func (q *QueuePair) Connect(remote Endpoint, o ConnectOptions) error {
 	}{
 		{QPAttr{State: StateInit, AccessFlags: o.Access}, qp.AttrState | qp.AttrAccessFlags | qp.AttrPKeyIndex | qp.AttrPort},
 		{QPAttr{State: StateRTR, DestAddr: remote.Addr, HopLimit: 64, PathMTU: o.PathMTU, DestQPN: remote.QPN, RQPSN: remote.PSN,
-			MaxDestRdAtomic: o.RdAtomic, MinRNRTimer: o.MinRNRTimer},
-			qp.AttrState | qp.AttrAV | qp.AttrPathMTU | qp.AttrDestQPN | qp.AttrRQPSN | qp.AttrMaxDestRdAtomic | qp.AttrMinRNRTimer},
+			MaxDestRdAtomic: o.RdAtomic, MinRNRTimer: o.MinRNRTimer, Retrans: o.Retrans},
+			qp.AttrState | qp.AttrAV | qp.AttrPathMTU | qp.AttrDestQPN | qp.AttrRQPSN | qp.AttrMaxDestRdAtomic | qp.AttrMinRNRTimer | qp.AttrRetrans},
 		{QPAttr{State: StateRTS, Timeout: o.Timeout, RetryCnt: o.RetryCnt, RNRRetry: o.RNRRetry, SQPSN: o.PSN, MaxRdAtomic: o.RdAtomic, Retrans: o.Retrans},
 			qp.AttrState | qp.AttrTimeout | qp.AttrRetryCnt | qp.AttrRNRRetry | qp.AttrSQPSN | qp.AttrMaxQPRdAtomic | qp.AttrRetrans},
 	}
 	if q.q.Config().Type == QPTypeUC {
-		steps[1].m &^= qp.AttrMaxDestRdAtomic | qp.AttrMinRNRTimer
+		steps[1].m &^= qp.AttrMaxDestRdAtomic | qp.AttrMinRNRTimer | qp.AttrRetrans
 		steps[2].m = qp.AttrState | qp.AttrSQPSN
 	}
 	for _, s := range steps {

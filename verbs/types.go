@@ -439,7 +439,8 @@ const (
 
 // RetransFlags choose adaptive or fixed retransmission and rxe's
 // infinite RetryCnt 7 (QPAttr.Retrans, ConnectOptions.Retrans):
-// RetransFixed, RetransRetry7Forever.
+// RetransFixed, RetransRetry7Forever, and selective repeat between uroce
+// peers, RetransSelective.
 type RetransFlags = qp.RetransFlags
 
 // Retransmission flags.
@@ -450,6 +451,10 @@ const (
 	// RetransRetry7Forever makes a RetryCnt of 7 retry forever, as rxe
 	// does; IBA and ConnectX fail the WR after seven retries.
 	RetransRetry7Forever RetransFlags = qp.RetransRetry7Forever
+	// RetransSelective is selective repeat between uroce peers: both
+	// sides must set it (rdmacm and uroce-perf negotiate it); rxe and
+	// ConnectX peers never see it.
+	RetransSelective RetransFlags = qp.RetransSelective
 )
 
 // SRQ attribute mask bits (ibv_srq_attr_mask): which SRQAttr fields
