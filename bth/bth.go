@@ -9,7 +9,7 @@ import "encoding/binary"
 //	bytes 2-3  P_Key
 //	byte 4     FECN(7) BECN(6) reserved(5:0)  -- "resv8a", masked by the ICRC
 //	bytes 5-7  DestQP
-//	byte 8     AckReq(7) reserved(6:0)
+//	byte 8     AckReq(7) reserved(6:0)  -- bits 6, 5: uroce's Placeable, Placed (sr.go)
 //	bytes 9-11 PSN
 //
 // The caller checks the length first (Packet.Decode does).
@@ -49,7 +49,10 @@ type BTHFields struct {
 	BECN   bool
 	DestQP uint32
 	AckReq bool
-	PSN    PSN
+	// Placeable and Placed are selective repeat's bits, reserved in
+	// IBA (sr.go).
+	Placeable, Placed bool
+	PSN               PSN
 }
 
 func (b BTH) Opcode() Opcode { return Opcode(b[bthOpcode]) }
@@ -71,11 +74,12 @@ func (b BTH) Fields() BTHFields {
 	return BTHFields{
 		Opcode: b.Opcode(), SE: b.SE(), M: b.M(), PadCnt: uint8(b.PadCnt()), TVer: b.TVer(),
 		PKey: b.PKey(), FECN: b.FECN(), BECN: b.BECN(), DestQP: b.DestQP(),
-		AckReq: b.AckReq(), PSN: b.PSN(),
+		AckReq: b.AckReq(), Placeable: b.Placeable(), Placed: b.Placed(), PSN: b.PSN(),
 	}
 }
 
-// Encode writes every field, zeroing the reserved bits.
+// Encode writes every field, zeroing the reserved bits (but for
+// selective repeat's, when set).
 func (b BTH) Encode(f *BTHFields) {
 	_ = b[BTHLen-1]
 	b[bthOpcode] = byte(f.Opcode)
@@ -101,13 +105,19 @@ func (b BTH) Encode(f *BTHFields) {
 	if f.AckReq {
 		b[bthAckReq] = flagAckReq
 	}
+	if f.Placeable {
+		b[bthAckReq] |= flagPlaceable
+	}
+	if f.Placed {
+		b[bthAckReq] |= flagPlaced
+	}
 }
 
 // SetOpcode, SetPSN, SetAckReq, SetPadCnt, SetFECN and SetBECN change one
 // field in place, for the transport's fast path and for retransmission.
 func (b BTH) SetOpcode(o Opcode) { b[bthOpcode] = byte(o) }
 func (b BTH) SetPSN(p PSN) {
-	binary.BigEndian.PutUint32(b[bthPSN:], uint32(b[bthAckReq]&flagAckReq)<<24|uint32(p)&psnMask)
+	binary.BigEndian.PutUint32(b[bthPSN:], uint32(b[bthAckReq]&(flagAckReq|flagPlaceable|flagPlaced))<<24|uint32(p)&psnMask)
 }
 func (b BTH) SetAckReq(v bool) { setBit(&b[bthAckReq], flagAckReq, v) }
 func (b BTH) SetPadCnt(n int)  { b[bthFlags] = b[bthFlags]&^padMask | byte(n<<padShift)&padMask }

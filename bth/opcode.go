@@ -271,6 +271,10 @@ func init() {
 
 	// RoCEv2 Congestion Notification Packet (IBA Annex A17.9.3).
 	opcodes[CNP] = entry("CNP", only, HdrCNP)
+
+	// uroce's selective acknowledgement (sr.go), in the manufacturer-
+	// specific range: an ACKNOWLEDGE with a bitmap for payload.
+	opcodes[SelectiveAck] = entry("RC_UROCE_SELECTIVE_ACK", Response|only|HasPayload, HdrAETH)
 }
 
 // Info returns the opcode's table entry, or nil for a reserved opcode.
@@ -336,6 +340,10 @@ func (o Opcode) Service() Service {
 		return ServiceUD
 	case 4:
 		return ServiceCNP
+	}
+	if o == SelectiveAck {
+		// Manufacturer-specific, and part of uroce's RC (sr.go).
+		return ServiceRC
 	}
 	return ServiceReserved
 }

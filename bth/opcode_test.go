@@ -44,8 +44,8 @@ func TestOpcodeTableLengths(t *testing.T) {
 		}
 	}
 	// RC 23 (21 common + 2 invalidate) + FLUSH + ATOMIC_WRITE, UC 12,
-	// RD 22, UD 2, CNP 1.
-	if want := 23 + 2 + 12 + 22 + 2 + 1; n != want {
+	// RD 22, UD 2, CNP 1, and uroce's selective ACK.
+	if want := 23 + 2 + 12 + 22 + 2 + 1 + 1; n != want {
 		t.Errorf("table has %d opcodes, want %d", n, want)
 	}
 }
@@ -129,5 +129,49 @@ func TestHeaderMaskOrder(t *testing.T) {
 		if HasRDETH<<h != m {
 			t.Errorf("%v: HasRDETH<<%d = %b, want %b", h, h, HasRDETH<<h, m)
 		}
+	}
+}
+
+// TestSelectiveRepeatWire pins selective repeat's additions: the
+// Placeable bit survives Encode, Fields and SetPSN, and the selective
+// ACK decodes as an RC response with a bitmap for payload.
+func TestSelectiveRepeatWire(t *testing.T) {
+	b := make(BTH, BTHLen)
+	f := BTHFields{Opcode: RCWriteMiddle, AckReq: true, Placeable: true, Placed: true, PSN: 0x123456}
+	b.Encode(&f)
+	if b[8] != flagAckReq|flagPlaceable|flagPlaced || b.Fields() != f {
+		t.Fatalf("encoded % x, fields %+v", []byte(b), b.Fields())
+	}
+	b.SetPSN(7)
+	if !b.Placeable() || !b.Placed() || !b.AckReq() || b.PSN() != 7 {
+		t.Errorf("SetPSN lost a flag: % x", []byte(b))
+	}
+	if SelectiveAck.Service() != ServiceRC || !SelectiveAck.Has(Response|HasAETH|HasPayload) {
+		t.Errorf("selective ACK: service %v, info %+v", SelectiveAck.Service(), SelectiveAck.Info())
+	}
+	var pf PacketFields
+	pf.BTH = BTHFields{Opcode: SelectiveAck, PSN: 9}
+	pf.AETH.MSN = 3
+	sack := make(SACK, SACKLen)
+	sack.Set(0)
+	sack.Set(SACKWindow - 1)
+	buf := make([]byte, 256)
+	n, err := pf.Encode(buf, sack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p Packet
+	if err := p.Decode(buf[:n]); err != nil {
+		t.Fatal(err)
+	}
+	got := SACK(p.Payload())
+	if len(got) != SACKLen || !got.Has(0) || !got.Has(SACKWindow-1) || got.Has(1) || p.AETH().MSN() != 3 {
+		t.Errorf("decoded payload % x, MSN %d", p.Payload(), p.AETH().MSN())
+	}
+	pl := make(SRPlace, SRPlaceLen)
+	pf2 := SRPlaceFields{RETH: RETHFields{VA: 1 << 40, RKey: 0x1234, DMALen: 9000}, Offset: 4096}
+	pl.Encode(&pf2)
+	if pl.Fields() != pf2 {
+		t.Errorf("placement header: %+v", pl.Fields())
 	}
 }

@@ -13,6 +13,7 @@ type Packet struct {
 	b    []byte
 	info *OpcodeInfo
 	pay  int // payload length without pad
+	cut  int // payload bytes taken off its front (CutFront)
 }
 
 // Decode parses b as a RoCE packet. It checks, in order: the BTH is
@@ -86,8 +87,21 @@ func (p *Packet) FETH() FETH                 { return FETH(p.hdr(HdrFETH)) }
 
 // Payload returns the payload without its pad.
 func (p *Packet) Payload() []byte {
-	o := p.info.Length
+	o := p.info.Length + p.cut
 	return p.b[o : o+p.pay]
+}
+
+// CutFront takes the first n bytes off the payload and returns them, or
+// nil when the payload is shorter: a header that travels in the payload,
+// as selective repeat's placement header does (sr.go).
+func (p *Packet) CutFront(n int) []byte {
+	if n > p.pay {
+		return nil
+	}
+	h := p.Payload()[:n]
+	p.cut += n
+	p.pay -= n
+	return h
 }
 
 // PadCnt returns the number of pad bytes after the payload.
