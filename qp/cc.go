@@ -296,7 +296,9 @@ func (e *Engine) ccAck(q *QP, from, to bth.PSN) {
 	}
 	s := q.cc
 	var rtt time.Duration
-	if t := s.sent[uint32(to.Add(-1))&(maxUnackedPSNs-1)]; t != 0 {
+	// Under selective repeat the PSNs in flight may span more than the
+	// ring: a slot a later PSN took gives no sample.
+	if t := s.sent[uint32(to.Add(-1))&(maxUnackedPSNs-1)]; t != 0 && q.req.psn.Diff(to) < maxUnackedPSNs {
 		rtt = time.Duration(max(e.nowNS-t, 0))
 	}
 	if rtt > 0 {

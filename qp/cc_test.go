@@ -180,7 +180,12 @@ type flowRun struct {
 const flowArea = 128 << 10
 
 func newFlowRun(t testing.TB, nflows int, faults netem.Faults, cfg *cc.Config, seed uint64) *flowRun {
-	pc := pairConfig{mtu: 1024, retry: 7, rnrRetry: 7, mem: nflows * flowArea, faults: faults, seed: seed, timeout: 14, rdAtomic: 16}
+	return newFlowRunRetrans(t, nflows, faults, cfg, seed, 0)
+}
+
+// newFlowRunRetrans is newFlowRun with the QPs' retransmission flags.
+func newFlowRunRetrans(t testing.TB, nflows int, faults netem.Faults, cfg *cc.Config, seed uint64, retrans RetransFlags) *flowRun {
+	pc := pairConfig{mtu: 1024, retry: 7, rnrRetry: 7, mem: nflows * flowArea, faults: faults, seed: seed, timeout: 14, rdAtomic: 16, retrans: retrans}
 	p := newPair(t, pc)
 	r := &flowRun{p: p}
 	for i := range nflows {

@@ -42,9 +42,18 @@ const (
 
 // complete processes one response packet (rxe's rxe_completer).
 func (e *Engine) complete(q *QP, p *bth.Packet) {
+	op := p.Opcode()
+	if op == bth.SelectiveAck {
+		e.completeSACK(q, p) // sr.go
+		return
+	}
+	e.completeOp(q, p, op)
+}
+
+// completeOp processes a response packet as one with opcode op.
+func (e *Engine) completeOp(q *QP, p *bth.Packet, op bth.Opcode) {
 	h := p.BTH()
 	psn := h.PSN()
-	op := p.Opcode()
 	if !psn.Before(q.req.highPSN) {
 		// A response at or past the highest PSN sent answers nothing
 		// this QP asked: a stale ACK of an earlier connection on the
@@ -344,6 +353,10 @@ func (e *Engine) errorRetry(q *QP, w *sendWQE, timeout bool) compState {
 		q.comp.retryCnt--
 	}
 	q.Counters.CompleterRetries++
+	if timeout && q.sr != nil {
+		e.srTimeout(q)
+		return compDone
+	}
 	e.goBackN(q)
 	return compDone
 }
@@ -383,6 +396,10 @@ func (e *Engine) retransTimeout(q *QP) {
 			q.Counters.Timeouts++
 			q.Counters.EarlyRetransTimeouts++
 			q.rto.earlyRetransmit(e.now, q.comp.psn)
+			if q.sr != nil {
+				e.srTimeout(q)
+				return
+			}
 			e.goBackN(q)
 			return
 		}

@@ -92,6 +92,13 @@ var ctxPeer = netip.MustParseAddr("10.0.0.2")
 // posted receives of 4 KiB each into it.
 func New(t testing.TB) *Context {
 	t.Helper()
+	return NewRetrans(t, 0)
+}
+
+// NewRetrans is New with the QP's retransmission flags (RetransSelective
+// for selective repeat), set from RTR on.
+func NewRetrans(t testing.TB, retrans RetransFlags) *Context {
+	t.Helper()
 	c := &Context{t: t, Port: &fakePort{free: -1, size: 4200}, Now: time.Unix(1000, 0), PeerQPN: 0x123, PeerPSN: ctxRQPSN}
 	c.E = NewEngine(c.Port)
 	c.SCQ, c.RCQ = NewCQ(256), NewCQ(256)
@@ -106,10 +113,10 @@ func New(t testing.TB) *Context {
 		t.Fatal(err)
 	}
 	c.modify(&Attr{State: StateInit, AccessFlags: accessAll}, AttrState|AttrAccessFlags|AttrPKeyIndex|AttrPort)
-	c.modify(&Attr{State: StateRTR, DestAddr: ctxPeer, PathMTU: ctxMTU, DestQPN: c.PeerQPN, RQPSN: ctxRQPSN, MaxDestRdAtomic: 4, MinRNRTimer: 12},
-		AttrState|AttrAV|AttrPathMTU|AttrDestQPN|AttrRQPSN|AttrMaxDestRdAtomic|AttrMinRNRTimer)
-	c.modify(&Attr{State: StateRTS, Timeout: 14, RetryCnt: 7, RNRRetry: 7, SQPSN: ctxSQPSN, MaxRdAtomic: 4},
-		AttrState|AttrTimeout|AttrRetryCnt|AttrRNRRetry|AttrSQPSN|AttrMaxQPRdAtomic)
+	c.modify(&Attr{State: StateRTR, DestAddr: ctxPeer, PathMTU: ctxMTU, DestQPN: c.PeerQPN, RQPSN: ctxRQPSN, MaxDestRdAtomic: 4, MinRNRTimer: 12, Retrans: retrans},
+		AttrState|AttrAV|AttrPathMTU|AttrDestQPN|AttrRQPSN|AttrMaxDestRdAtomic|AttrMinRNRTimer|AttrRetrans)
+	c.modify(&Attr{State: StateRTS, Timeout: 14, RetryCnt: 7, RNRRetry: 7, SQPSN: ctxSQPSN, MaxRdAtomic: 4, Retrans: retrans},
+		AttrState|AttrTimeout|AttrRetryCnt|AttrRNRRetry|AttrSQPSN|AttrMaxQPRdAtomic|AttrRetrans)
 	for i := range 4 {
 		c.PostRecv(uint64(100+i), SGE{Addr: ctxMemBase + 0x8000 + uint64(i)*4096, Length: 4096, LKey: c.MR.LKey})
 	}

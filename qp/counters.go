@@ -14,7 +14,8 @@ type Counters struct {
 	// completer's do_complete); CompletedRecvs is rxe's rdma_recvs.
 	RDMASends      uint64
 	CompletedRecvs uint64
-	// Retransmits counts request packets sent again (go-back-N).
+	// Retransmits counts request packets sent again (go-back-N, or
+	// selective repeat's SelectiveResends).
 	Retransmits uint64
 	// Timeouts counts ACK timeouts that started a retry: the IBA local
 	// ACK timeout's and the adaptive RTO's.
@@ -63,6 +64,12 @@ type Counters struct {
 	// IP source is not the QP's peer or their destination not this
 	// port (rxe's check_addr).
 	BadAddr uint64
+	// Selective repeat (RetransSelective, between uroce peers):
+	// SelectiveResends counts the Retransmits that resent one lost
+	// packet; PlacedAhead the WRITE packets the responder placed ahead
+	// of a gap; SACKsSent and SACKsRcvd the selective ACKs.
+	SelectiveResends, PlacedAhead uint64
+	SACKsSent, SACKsRcvd          uint64
 }
 
 // EngineCounters are a device's counters.
@@ -136,6 +143,10 @@ var CounterTable = []CounterDesc[Counters]{
 	{"CompleterRetries", "completer_retry_err", "Go-back-N retries started by the completer (rxe completer_retry_err).", func(c *Counters) *uint64 { return &c.CompleterRetries }},
 	{"BadQKey", "bad_qkey", "Datagrams dropped for a Q_Key that is not the QP's (IBA 10.2.5, the port's Q_Key violations).", func(c *Counters) *uint64 { return &c.BadQKey }},
 	{"BadAddr", "bad_addr", "Packets for a connected QP dropped for an IP source that is not its peer or a destination that is not this port (rxe check_addr).", func(c *Counters) *uint64 { return &c.BadAddr }},
+	{"SelectiveResends", "selective_resends", "Request packets resent alone by selective repeat (among retransmits).", func(c *Counters) *uint64 { return &c.SelectiveResends }},
+	{"PlacedAhead", "placed_ahead", "WRITE packets placed ahead of a gap by selective repeat.", func(c *Counters) *uint64 { return &c.PlacedAhead }},
+	{"SACKsSent", "sacks_sent", "Selective ACKs sent (selective repeat).", func(c *Counters) *uint64 { return &c.SACKsSent }},
+	{"SACKsRcvd", "sacks_rcvd", "Selective ACKs received (selective repeat).", func(c *Counters) *uint64 { return &c.SACKsRcvd }},
 }
 
 // EngineCounterTable describes the counters only an engine keeps: the

@@ -114,6 +114,8 @@ type Engine struct {
 	// gsi is QP1, if created.
 	gsi *QP
 	grh [GRHLen]byte
+	// sack is where a selective ACK's bitmap is drawn (sr.go).
+	sack [bth.SACKLen]byte
 }
 
 func (e *Engine) portMTU() int {

@@ -47,7 +47,7 @@ func TestFaultProperties(t *testing.T) {
 			t.Parallel()
 			for i := range runs {
 				seed := uint64(ci)<<32 | uint64(i)
-				runRandomSequence(t, fc.f, seed)
+				runRandomSequence(t, fc.f, seed, 0)
 				if t.Failed() {
 					t.Fatalf("seed %#x", seed)
 				}
@@ -56,7 +56,29 @@ func TestFaultProperties(t *testing.T) {
 	}
 }
 
-func runRandomSequence(t *testing.T, f netem.Faults, seed uint64) {
+// TestFaultPropertiesSelective holds selective repeat (sr.go) to the same
+// properties over the same faults: WRITE packets placed ahead of a gap
+// must land once, where they belong, and complete in order.
+func TestFaultPropertiesSelective(t *testing.T) {
+	runs := 300
+	if testing.Short() {
+		runs = 30
+	}
+	for ci, fc := range faultCases {
+		t.Run(fc.name, func(t *testing.T) {
+			t.Parallel()
+			for i := range runs {
+				seed := uint64(ci)<<32 | uint64(i) | 1<<48
+				runRandomSequence(t, fc.f, seed, RetransSelective)
+				if t.Failed() {
+					t.Fatalf("seed %#x", seed)
+				}
+			}
+		})
+	}
+}
+
+func runRandomSequence(t *testing.T, f netem.Faults, seed uint64, retrans RetransFlags) {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	mtus := []int{256, 512, 1024, 2048, 4096}
 	mtu := mtus[rng.IntN(len(mtus))]
@@ -64,7 +86,7 @@ func runRandomSequence(t *testing.T, f netem.Faults, seed uint64) {
 	slot := 3*mtu + 128
 	const atomicArea = 0
 	mem := 64 + n*slot
-	p := newPair(t, pairConfig{mtu: mtu, faults: f, seed: seed, mem: mem, retry: 7, rnrRetry: 7, sendWR: 64, recvWR: 64})
+	p := newPair(t, pairConfig{mtu: mtu, faults: f, seed: seed, mem: mem, retry: 7, rnrRetry: 7, sendWR: 64, recvWR: 64, retrans: retrans})
 	a, b := p.a, p.b
 	fill(a.mem, int(seed))
 	fill(b.mem, int(seed)+1)

@@ -184,6 +184,9 @@ func (e *Engine) executeExt(q *QP, p *bth.Packet, info *bth.OpcodeInfo, psn bth.
 	r.ackPSN = r.psn // rxe's ack_psn, as for an atomic
 	r.opcode = opNone
 	e.oweResponse(q, res, psn, 0, 0)
+	if q.sr != nil {
+		e.srCatchUp(q)
+	}
 	return respDone
 }
 

@@ -19,7 +19,14 @@ const fuzzKeys = 0x5eed_0f_4e5f0fd5
 // may be rekeyed.
 func (t *MRTable) rekey(k uint64) { t.keys, t.keyed = newKeyCipher(k), true }
 
-func FuzzResponder(f *testing.F) {
+func FuzzResponder(f *testing.F) { fuzzResponder(f, 0) }
+
+// FuzzResponderSelective runs the responder's fuzzer on a QP doing
+// selective repeat (sr.go): packets ahead of the expected PSN are placed,
+// and WRITE MIDDLE and LAST packets carry a placement header.
+func FuzzResponderSelective(f *testing.F) { fuzzResponder(f, RetransSelective) }
+
+func fuzzResponder(f *testing.F, retrans RetransFlags) {
 	seed := func(op bth.Opcode, pf bth.PacketFields, payload []byte) {
 		pf.BTH.Opcode, pf.BTH.PSN, pf.BTH.AckReq, pf.BTH.PKey = op, ctxRQPSN, true, 0xffff
 		b := make([]byte, bth.PacketLen(op, len(payload)))
@@ -54,8 +61,32 @@ func FuzzResponder(f *testing.F) {
 	seed(bth.RCAtomicWrite, bth.PacketFields{RETH: bth.RETHFields{VA: ctxMemBase + 24, RKey: key, DMALen: 8}}, make([]byte, 8))
 	seed(bth.RCAtomicWrite, bth.PacketFields{RETH: bth.RETHFields{VA: ctxMemBase + 4092, RKey: key, DMALen: 8}}, make([]byte, 8))
 	seed(bth.RCAtomicWrite, bth.PacketFields{RETH: bth.RETHFields{VA: ctxMemBase + 0x10000, RKey: roKey, DMALen: 8}}, make([]byte, 8))
+	if retrans&RetransSelective != 0 {
+		// A WRITE LAST with its placement header, in sequence and
+		// ahead of it, Placeable or not.
+		place := make([]byte, bth.SRPlaceLen+8)
+		bth.SRPlace(place).Encode(&bth.SRPlaceFields{RETH: bth.RETHFields{VA: ctxMemBase, RKey: key, DMALen: ctxMTU + 8}, Offset: ctxMTU})
+		for _, ahead := range []int{0, 2} {
+			for _, placeable := range []bool{false, true} {
+				pf := bth.PacketFields{BTH: bth.BTHFields{Placed: true, Placeable: placeable}}
+				pf.BTH.Opcode, pf.BTH.PSN, pf.BTH.AckReq, pf.BTH.PKey = bth.RCWriteLast, bth.PSN(ctxRQPSN).Add(ahead), true, 0xffff
+				b := make([]byte, bth.PacketLen(bth.RCWriteLast, len(place)))
+				if _, err := pf.Encode(b, place); err != nil {
+					f.Fatal(err)
+				}
+				f.Add(b)
+			}
+		}
+		pf := bth.PacketFields{RETH: bth.RETHFields{VA: ctxMemBase + 64, RKey: key, DMALen: 8}}
+		pf.BTH = bth.BTHFields{Opcode: bth.RCWriteOnly, PSN: bth.PSN(ctxRQPSN).Add(3), Placeable: true, PKey: 0xffff}
+		b := make([]byte, bth.PacketLen(bth.RCWriteOnly, 8))
+		if _, err := pf.Encode(b, make([]byte, 8)); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, pkt []byte) {
-		c := New(t)
+		c := NewRetrans(t, retrans)
 		c.Port.free = 512 // a link's buffers are finite; a 2 GiB READ must not run away
 		// Replace the 64 KiB region: writable [4096, 8192) of a larger
 		// array, read-only [12288, 16384), guards elsewhere.

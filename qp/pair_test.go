@@ -98,8 +98,8 @@ func (p *pair) connect(s, peer *side, cfg pairConfig, psn uint32) {
 		m AttrMask
 	}{
 		{Attr{State: StateInit, AccessFlags: accessAll}, AttrState | AttrAccessFlags | AttrPKeyIndex | AttrPort},
-		{Attr{State: StateRTR, DestAddr: peer.l.Info().Addr, PathMTU: cfg.mtu, DestQPN: peer.qp.QPN(), RQPSN: rq, MaxDestRdAtomic: cfg.rdAtomic, MinRNRTimer: cfg.rnrTimer},
-			AttrState | AttrAV | AttrPathMTU | AttrDestQPN | AttrRQPSN | AttrMaxDestRdAtomic | AttrMinRNRTimer},
+		{Attr{State: StateRTR, DestAddr: peer.l.Info().Addr, PathMTU: cfg.mtu, DestQPN: peer.qp.QPN(), RQPSN: rq, MaxDestRdAtomic: cfg.rdAtomic, MinRNRTimer: cfg.rnrTimer, Retrans: cfg.retrans},
+			AttrState | AttrAV | AttrPathMTU | AttrDestQPN | AttrRQPSN | AttrMaxDestRdAtomic | AttrMinRNRTimer | AttrRetrans},
 		{Attr{State: StateRTS, Timeout: cfg.timeout, RetryCnt: cfg.retry, RNRRetry: cfg.rnrRetry, SQPSN: sq, MaxRdAtomic: cfg.rdAtomic, Retrans: cfg.retrans},
 			AttrState | AttrTimeout | AttrRetryCnt | AttrRNRRetry | AttrSQPSN | AttrMaxQPRdAtomic | AttrRetrans},
 	}

@@ -2,6 +2,7 @@ package qp
 
 import (
 	"github.com/uroce/uroce/bth"
+	"github.com/uroce/uroce/pkg/link"
 )
 
 // requester is the send side's packet generator state (rxe's qp->req).
@@ -11,7 +12,32 @@ type requester struct {
 	noackPkts int     // packets since the last AckReq
 	needRetry bool    // the completer asked for go-back-N from comp.psn
 	waitRNR   bool    // an RNR NAK timer is running
-	rdAtomic  int     // free READ/atomic credits (max_rd_atomic)
+	// srAtomicOut: under selective repeat, an atomic or ATOMIC WRITE
+	// went out with PSN srAtomic; until it is answered, no WRITE packet
+	// after it may be placed ahead of it (sr.go).
+	srAtomicOut bool
+	srAtomic    bth.PSN
+	rdAtomic    int // free READ/atomic credits (max_rd_atomic)
+}
+
+// srAtomicSent notes an atomic or ATOMIC WRITE sent with PSN psn, under
+// selective repeat: the responder must not place a later WRITE before it
+// executes, since the atomic's result could change.
+func (q *QP) srAtomicSent(psn bth.PSN) {
+	if q.selective() {
+		q.req.srAtomicOut, q.req.srAtomic = true, psn
+	}
+}
+
+// srPlaceable reports whether the responder may place a WRITE packet sent
+// now before the PSNs ahead of it arrive: no atomic sent earlier is still
+// unanswered.
+func (q *QP) srPlaceable() bool {
+	if q.req.srAtomicOut && !q.comp.psn.After(q.req.srAtomic) {
+		return false
+	}
+	q.req.srAtomicOut = false
+	return true
 }
 
 // reqState is a step of the requester (rxe's rxe_requester, written as a
@@ -91,7 +117,7 @@ func (e *Engine) runRequester(q *QP, budget int) bool {
 			state = reqCheckWindow
 
 		case reqCheckWindow:
-			if q.req.psn.Diff(q.comp.psn) >= maxUnackedPSNs {
+			if q.req.psn.Diff(q.comp.psn) >= maxUnackedPSNs && !q.srRoom() {
 				return false // the completer schedules us when ACKs arrive
 			}
 			if budget == 0 {
@@ -217,67 +243,17 @@ func nextOpcode(op WROpcode, first, last bool) bth.Opcode {
 // when no buffer was free.
 func (e *Engine) sendRequest(q *QP, w *sendWQE) bool {
 	psn := q.req.psn
-	mtu := uint32(q.mtu)
 	op := w.wr.Opcode
-	bf := bth.BTHFields{PSN: psn}
-	pf := &e.pf
-	var payload uint32
-	var last bool
-	switch {
-	case op == WRRead:
-		// A retry of a partly answered READ asks for the rest only
-		// (rxe's req_retry advances the iova by the PSNs received).
-		bf.Opcode = bth.RCReadRequest
-		pf.RETH = bth.RETHFields{VA: w.wr.RemoteAddr + uint64(w.offset), RKey: w.wr.RKey, DMALen: w.length - w.offset}
-		last = true
-	case op.isAtomic():
-		bf.Opcode = nextOpcode(op, true, true)
-		pf.AtomicETH = bth.AtomicETHFields{VA: w.wr.RemoteAddr, RKey: w.wr.RKey, SwapAdd: w.wr.CompareAdd}
-		if op == WRCompareSwap {
-			pf.AtomicETH.SwapAdd, pf.AtomicETH.Compare = w.wr.Swap, w.wr.CompareAdd
-		}
-		last = true
-	case op.isExt():
-		payload = e.extRequest(w, &bf)
-		last = true
-	default:
-		first := w.offset == 0
-		rem := w.length - w.offset
-		last = rem <= mtu
-		payload = min(rem, mtu)
-		bf.Opcode = nextOpcode(op, first, last)
-		if first && op.isWrite() {
-			pf.RETH = bth.RETHFields{VA: w.wr.RemoteAddr, RKey: w.wr.RKey, DMALen: w.length}
-		}
-		if last && op.hasImm() {
-			pf.ImmDt = w.wr.Imm
-		}
-		bf.SE = last && w.wr.Flags&FlagSolicited != 0
-	}
-	// rxe sets AckReq on the last packet of a message and on every
-	// RXE_MAX_PKT_PER_ACK-th packet within one; a packet that fills the
-	// congestion window asks too (ccWindowFull).
-	q.req.noackPkts++
-	bf.AckReq = last || q.req.noackPkts > maxPktPerAck || e.ccAckDue(q) || e.ccWindowFull(q)
-	if bf.AckReq {
-		q.req.noackPkts = 0
-		if q.cc.paced {
-			// Only ccAckDue reads it, for a paced QP; an unpaced
-			// one leaves the line it lies in alone.
-			q.cc.ackReqAt = e.now
-		}
-	}
-	lp, dst := e.newPacket(q, &bf, int(payload), false)
+	lp, payload, last, ackReq := e.buildRequest(q, w, psn, w.offset, false)
 	if lp == nil {
-		q.req.noackPkts--
 		return false
-	}
-	if payload > 0 {
-		gather(dst, w, w.offset)
 	}
 	retransmit := psn.Before(q.req.highPSN)
 	if retransmit {
 		q.Counters.Retransmits++
+	}
+	if q.selective() {
+		q.sr.srSent(psn)
 	}
 	newest := psn
 	if op == WRRead {
@@ -299,8 +275,103 @@ func (e *Engine) sendRequest(q *QP, w *sendWQE) bool {
 	} else {
 		w.state = wqeProcessing
 	}
-	e.armRetrans(q, bf.AckReq, retransmit, psn, newest)
+	e.armRetrans(q, ackReq, retransmit, psn, newest)
 	return true
+}
+
+// buildRequest builds w's request packet with PSN psn, whose data starts
+// at byte off of the message, and queues it for sending. A resend (of
+// selective repeat, sr.go) always asks for an ACK and leaves the
+// requester's count of packets since the last AckReq alone. It returns
+// nil when no buffer was free.
+func (e *Engine) buildRequest(q *QP, w *sendWQE, psn bth.PSN, off uint32, resend bool) (lp *link.Packet, payload uint32, last, ackReq bool) {
+	mtu := uint32(q.mtu)
+	op := w.wr.Opcode
+	bf := bth.BTHFields{PSN: psn}
+	pf := &e.pf
+	place := false // a selective-repeat placement header leads the payload
+	switch {
+	case op == WRRead:
+		// A retry of a partly answered READ asks for the rest only
+		// (rxe's req_retry advances the iova by the PSNs received).
+		bf.Opcode = bth.RCReadRequest
+		pf.RETH = bth.RETHFields{VA: w.wr.RemoteAddr + uint64(off), RKey: w.wr.RKey, DMALen: w.length - off}
+		last = true
+	case op.isAtomic():
+		bf.Opcode = nextOpcode(op, true, true)
+		pf.AtomicETH = bth.AtomicETHFields{VA: w.wr.RemoteAddr, RKey: w.wr.RKey, SwapAdd: w.wr.CompareAdd}
+		if op == WRCompareSwap {
+			pf.AtomicETH.SwapAdd, pf.AtomicETH.Compare = w.wr.Swap, w.wr.CompareAdd
+		}
+		last = true
+		q.srAtomicSent(psn)
+	case op.isExt():
+		payload = e.extRequest(w, &bf)
+		last = true
+		q.srAtomicSent(psn)
+	default:
+		first := off == 0
+		rem := w.length - off
+		last = rem <= mtu
+		payload = min(rem, mtu)
+		bf.Opcode = nextOpcode(op, first, last)
+		if op.isWrite() {
+			if first {
+				pf.RETH = bth.RETHFields{VA: w.wr.RemoteAddr, RKey: w.wr.RKey, DMALen: w.length}
+			}
+			if q.selective() {
+				bf.Placeable = q.srPlaceable()
+				place = !first
+				bf.Placed = place
+			}
+		}
+		if last && op.hasImm() {
+			pf.ImmDt = w.wr.Imm
+		}
+		bf.SE = last && w.wr.Flags&FlagSolicited != 0
+	}
+	// rxe sets AckReq on the last packet of a message and on every
+	// RXE_MAX_PKT_PER_ACK-th packet within one; a packet that fills the
+	// congestion window asks too (ccWindowFull).
+	if resend {
+		bf.AckReq = true
+	} else {
+		q.req.noackPkts++
+		bf.AckReq = last || q.req.noackPkts > q.pktPerAck() || e.ccAckDue(q) || e.ccWindowFull(q)
+		if bf.AckReq {
+			q.req.noackPkts = 0
+		}
+	}
+	if bf.AckReq && q.cc.paced {
+		// Only ccAckDue reads it, for a paced QP; an unpaced one
+		// leaves the line it lies in alone.
+		q.cc.ackReqAt = e.now
+	}
+	n := int(payload)
+	if place {
+		n += bth.SRPlaceLen
+	}
+	lp, dst := e.newPacket(q, &bf, n, false)
+	if lp == nil {
+		if !resend {
+			q.req.noackPkts--
+		}
+		return nil, 0, false, false
+	}
+	if place {
+		bth.SRPlace(dst).Encode(&bth.SRPlaceFields{
+			RETH:   bth.RETHFields{VA: w.wr.RemoteAddr, RKey: w.wr.RKey, DMALen: w.length},
+			Offset: off,
+		})
+		dst = dst[bth.SRPlaceLen:]
+	}
+	if payload > 0 {
+		gather(dst, w, off)
+	}
+	if resend {
+		e.ccSent(q, lp.Len+ipUDPLen, psn, true)
+	}
+	return lp, payload, last, bf.AckReq
 }
 
 // gather copies the WQE's data from byte off on into dst.

@@ -104,6 +104,16 @@ func (e *Engine) respond(q *QP, p *bth.Packet) {
 	psn := h.PSN()
 	op := p.Opcode()
 	info := p.Info()
+	var pl bth.SRPlace
+	if info.Mask&(bth.Write|bth.HasRETH) == bth.Write && (q.selective() || h.Placed()) {
+		// Selective repeat: a WRITE MIDDLE or LAST leads with where
+		// it lands (sr.go).
+		var ok bool
+		if pl, ok = e.srPlacement(q, p); !ok {
+			q.Counters.Dropped++
+			return
+		}
+	}
 	// A READ response in progress does not hold up the next request:
 	// its answer is queued behind it (readresp.go).
 	state := respCheckPSN
@@ -112,6 +122,10 @@ func (e *Engine) respond(q *QP, p *bth.Packet) {
 		case respCheckPSN:
 			switch d := psn.Compare(r.psn); {
 			case d > 0:
+				if q.sr != nil {
+					e.srAhead(q, p, info, psn, pl)
+					return
+				}
 				if r.sentPSNNAK {
 					q.Counters.Dropped++
 					return
@@ -197,7 +211,9 @@ func (e *Engine) respond(q *QP, p *bth.Packet) {
 
 		case respAcknowledge:
 			if h.AckReq() {
-				e.ackBurst(q, psn)
+				// Under selective repeat the PSNs placed ahead of
+				// this one may have executed with it (sr.go).
+				e.ackBurst(q, r.ackPSN.Add(-1))
 			}
 			return
 
@@ -390,6 +406,9 @@ func (e *Engine) execute(q *QP, p *bth.Packet, info *bth.OpcodeInfo, psn bth.PSN
 		r.psn = psn.Add(npkts)
 		r.opcode = opNone
 		e.oweResponse(q, res, psn, r.va, r.length)
+		if q.sr != nil {
+			e.srCatchUp(q)
+		}
 		return respDone
 	case info.Mask&bth.Atomic != 0:
 		dst, _ := r.mr.slice(r.va, 8)
@@ -410,6 +429,9 @@ func (e *Engine) execute(q *QP, p *bth.Packet, info *bth.OpcodeInfo, psn bth.PSN
 		r.psn = psn.Next()
 		r.opcode = opNone
 		e.oweResponse(q, res, psn, 0, 0)
+		if q.sr != nil {
+			e.srCatchUp(q)
+		}
 		return respDone
 	case info.Mask&(bth.Flush|bth.AtomicWrite) != 0:
 		return e.executeExt(q, p, info, psn)
@@ -420,6 +442,9 @@ func (e *Engine) execute(q *QP, p *bth.Packet, info *bth.OpcodeInfo, psn bth.PSN
 	if info.Mask&bth.Last != 0 {
 		r.msn++
 		r.opcode = opNone
+	}
+	if q.sr != nil {
+		e.srCatchUp(q)
 	}
 	if info.Mask&bth.Completes != 0 {
 		return respComplete

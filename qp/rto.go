@@ -120,7 +120,9 @@ const earlyMaxBytes = 32 << 10
 // the next (IBA 9.7.5.1.5); and asking again early makes the responder
 // send all of it once more, into the queue that delayed it.
 func (q *QP) earlyOK() bool {
-	if q.req.psn.Diff(q.comp.psn)*int(q.mtu) > earlyMaxBytes {
+	// Selective repeat's early timeout resends two packets, not the
+	// flight (sr.go), so any flight may time out early.
+	if q.req.psn.Diff(q.comp.psn)*int(q.mtu) > earlyMaxBytes && !q.selective() {
 		return false
 	}
 	return q.sq.head == q.sq.tail || q.sq.at(q.sq.head).wr.Opcode != WRRead
@@ -146,6 +148,12 @@ func (q *QP) rtoAcked() {
 	if !s.timing || !q.comp.psn.After(s.timedPSN) {
 		return
 	}
+	q.rtoSample()
+}
+
+// rtoSample ends the timing of the request being timed, answered now.
+func (q *QP) rtoSample() {
+	s := &q.rto
 	s.timing = false
 	rtt := q.e.now.Sub(s.timedAt)
 	if rtt <= 0 {

@@ -166,7 +166,8 @@ type AH = qp.AH
 //		// completer's do_complete); CompletedRecvs is rxe's rdma_recvs.
 //		RDMASends      uint64
 //		CompletedRecvs uint64
-//		// Retransmits counts request packets sent again (go-back-N).
+//		// Retransmits counts request packets sent again (go-back-N, or
+//		// selective repeat's SelectiveResends).
 //		Retransmits uint64
 //		// Timeouts counts ACK timeouts that started a retry: the IBA local
 //		// ACK timeout's and the adaptive RTO's.
@@ -215,6 +216,12 @@ type AH = qp.AH
 //		// IP source is not the QP's peer or their destination not this
 //		// port (rxe's check_addr).
 //		BadAddr uint64
+//		// Selective repeat (RetransSelective, between uroce peers):
+//		// SelectiveResends counts the Retransmits that resent one lost
+//		// packet; PlacedAhead the WRITE packets the responder placed ahead
+//		// of a gap; SACKsSent and SACKsRcvd the selective ACKs.
+//		SelectiveResends, PlacedAhead uint64
+//		SACKsSent, SACKsRcvd          uint64
 //	}
 //
 // Counters count a QP's traffic and transport events; the engine keeps the
