@@ -108,6 +108,15 @@ func (q *QueuePair) Counters() QPCounters {
 	return c
 }
 
+// Attr returns the QP's attributes and state (ibv_query_qp), e.g.
+// whether the connection manager turned selective repeat on
+// (Retrans&RetransSelective).
+func (q *QueuePair) Attr() QPAttr {
+	var a QPAttr
+	q.pd.d.withEngine(func() error { a = q.q.Attr(); return nil })
+	return a
+}
+
 // Modify changes attributes and state (ibv_modify_qp). Errors wrap
 // ErrBadTransition, ErrMissingAttr, ErrBadAttr, or ErrMTU when the path MTU
 // does not fit the link.

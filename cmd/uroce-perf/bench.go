@@ -154,7 +154,19 @@ func (b *bench) Connect(remote []perftest.Dest) error {
 			return fmt.Errorf("connect QP %#x: %w", qp.QPN(), err)
 		}
 	}
+	b.cfg.srUsed = selectiveOn(b.qps)
 	return nil
+}
+
+// selectiveOn says whether every QP of qps went to RTS with selective
+// repeat, as the QPs themselves have it.
+func selectiveOn(qps []*verbs.QueuePair) bool {
+	for _, q := range qps {
+		if q.Attr().Retrans&verbs.RetransSelective == 0 {
+			return false
+		}
+	}
+	return len(qps) > 0
 }
 
 // Counters returns the device's counters, summed over the test's QPs.

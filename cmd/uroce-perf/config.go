@@ -221,6 +221,12 @@ type config struct {
 	// adaptive retransmission; retryForever makes retry count 7 retry
 	// forever, as rxe does, rather than fail after seven retries.
 	fixedTimeout, retryForever bool
+	// selective (--selective_repeat) asks for selective repeat between
+	// uroce peers: over TCP both sides must give it, since perftest's
+	// exchange has no room to ask the peer; with -R rdma_cm negotiates it
+	// anyway, and selectiveSet with selective false turns that off.
+	// srUsed says whether the test's QPs got it, for the header.
+	selective, selectiveSet, srUsed bool
 	// xdpBind (--xdp_bind) is how --link afxdp binds its sockets;
 	// bindUsed is what it got ("zero-copy" or "copy"), printed in the
 	// header, empty for the other links.
@@ -251,6 +257,10 @@ func (c *config) retrans() verbs.RetransFlags {
 	}
 	if c.retryForever {
 		f |= verbs.RetransRetry7Forever
+	}
+	// With -R the CM decides selective repeat (cmSide.params.GoBackN).
+	if c.selective && !c.rdmaCM {
+		f |= verbs.RetransSelective
 	}
 	return f
 }
@@ -368,6 +378,7 @@ func parseArgs(k kind, args []string, helpOut io.Writer) (*config, error) {
 	fs.DurationVar(&c.timeout, "timeout", time.Minute, "give up when the peer makes no progress for this long")
 	fs.BoolVar(&c.fixedTimeout, "fixed_timeout", false, "retransmit on the IBA local ACK timer (4.096 µs × 2^14) alone, as rxe does, not adaptively")
 	fs.BoolVar(&c.retryForever, "retry_forever", false, "retry count 7 retries forever, as rxe does; by default a dead peer fails after 7 retries (IBV_WC_RETRY_EXC_ERR)")
+	fs.BoolVar(&c.selective, "selective_repeat", false, "selective repeat (resend only lost packets), only between uroce peers: over TCP both sides must give it; with -R rdma_cm negotiates it, =false turns it off")
 	fs.BoolVar(&c.rdmaCM, "R", false, "connect QPs with rdma_cm and run the exchange over it instead of TCP")
 	fs.BoolVar(&c.rdmaCM, "rdma_cm", false, "same as -R")
 	fs.StringVar(&c.metrics, "metrics", "", "serve Prometheus metrics at http://`addr`/metrics during the test, e.g. :9090")
@@ -415,6 +426,7 @@ func parseArgs(k kind, args []string, helpOut io.Writer) (*config, error) {
 		return nil, fmt.Errorf("%w: -o: setting outstanding reads is only available in read and atomic tests", ErrUsage)
 	}
 	c.udDefaults(set)
+	c.selectiveSet = set["selective_repeat"]
 	return c, c.check()
 }
 
@@ -571,6 +583,8 @@ func (c *config) check() error {
 		return fmt.Errorf("%w: connection type UC: UC connection not possible in READ/ATOMIC verbs (perftest's rule)", ErrUsage)
 	case c.uc() && c.rdmaCM:
 		return fmt.Errorf("%w: connection type UC with -R: UC is not supported in librdmacm (perftest's rule)", ErrUsage)
+	case c.selective && c.unreliable():
+		return fmt.Errorf("%w: --selective_repeat: selective repeat is RC's, not %s's", ErrUsage, c.connName())
 	case c.ud() && c.rdmaCM:
 		return fmt.Errorf("%w: connection type UD with -R (rdma_cm) is not supported", ErrUsage)
 	case c.ud() && c.bidir:

@@ -78,6 +78,15 @@
 // ACK timer as rxe does; --retry_forever makes retry count 7 retry forever
 // as rxe does.
 //
+// Selective repeat (resend only what was lost) works between uroce peers
+// only. With -R the connection manager negotiates it: on when both ends
+// are uroce, never with perftest; --selective_repeat=false turns it off.
+// perftest's TCP exchange is byte-exact and has no room to ask the peer
+// (every field of its Dest is read and printed), so over TCP both sides
+// must give --selective_repeat; one side alone breaks the test's WRITEs.
+// It is RC's: UC and UD refuse it. When it is on, the header says
+// " Selective repeat: ON" and --out_json's test_info "Selective_repeat".
+//
 // -R (--rdma_cm) is perftest's: no TCP at all. The QPs are connected by
 // the communication manager (package rdmacm, MADs to QP1), and the same
 // exchange runs as RC SENDs over one more rdma_cm connection to the same

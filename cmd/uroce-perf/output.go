@@ -68,6 +68,11 @@ func (p *printer) Connected(local, remote []perftest.Dest, sys perftest.SysData)
 	if c.bindUsed != "" {
 		p.printf(" AF_XDP bind     : %s\n", c.bindUsed)
 	}
+	// uroce's own line, only when on, so a go-back-N header stays
+	// perftest's.
+	if c.srUsed {
+		p.printf(" Selective repeat: ON\n")
+	}
 	p.printf(" GID index       : %d\n", c.gidIdx)
 	if !c.kind.bw && c.kind.verb != verbRead && c.kind.verb != verbAtomic {
 		p.printf(" Max inline data : %d[B]\n", c.inline)
@@ -164,6 +169,8 @@ type jsonReport struct {
 		Link           string `json:"Link"`
 		Role           string `json:"Role"`
 		Units          string `json:"BW_units,omitempty"`
+		// SelectiveRepeat is uroce's: the QPs used selective repeat.
+		SelectiveRepeat bool `json:"Selective_repeat,omitempty"`
 	} `json:"test_info"`
 	Results any `json:"results"`
 	// Counters are uroce's own (not perftest's), with -stats.
@@ -178,6 +185,7 @@ func (p *printer) marshal() ([]byte, error) {
 	j.TestInfo.NumberOfQPs = p.cfg.qps
 	j.TestInfo.ConnectionType = p.cfg.connName()
 	j.TestInfo.Link = p.cfg.link
+	j.TestInfo.SelectiveRepeat = p.cfg.srUsed
 	j.TestInfo.Role = "client"
 	if p.cfg.peer == "" {
 		j.TestInfo.Role = "server"

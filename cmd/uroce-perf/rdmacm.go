@@ -242,7 +242,12 @@ func runCM(ctx context.Context, cfg *config, dev *verbs.Device, name string, std
 	// The exchange's connection is made before the MTU is settled: -m
 	// caps it, else the device's largest (perftest's is the port's
 	// active MTU, which rdma_cm's route carries).
-	cs := &cmSide{ctx: ctx, cfg: cfg, m: m, params: rdmacm.Params{PathMTU: cfg.mtu}}
+	// rdma_cm's parameters have no retransmission flags: Params.Retrans
+	// gives the QPs the command line's. Selective repeat is offered and
+	// taken unless --selective_repeat=false; a perftest peer's REQ or
+	// REP never has it.
+	cs := &cmSide{ctx: ctx, cfg: cfg, m: m, params: rdmacm.Params{PathMTU: cfg.mtu, Retrans: cfg.retrans(),
+		GoBackN: cfg.selectiveSet && !cfg.selective}}
 	defer cs.disconnect()
 	if server {
 		// One listener for both connections: perftest listens anew for
@@ -305,6 +310,7 @@ func (cs *cmSide) connectTest(conn *perftest.Conn, qps []*verbs.QueuePair, sys p
 			return fmt.Errorf("QP %d: %w", i, err)
 		}
 	}
+	cs.cfg.srUsed = selectiveOn(qps)
 	_, err := conn.HandShake(perftest.Dest{})
 	return err
 }
@@ -329,7 +335,7 @@ func (cs *cmSide) connect(q *verbs.QueuePair, retry bool) error {
 			return err
 		}
 		cs.conns = append(cs.conns, c)
-		return cs.setRetrans(q)
+		return nil
 	}
 	stop := sayIfSlow(cs.cfg.notice, fmt.Sprintf("no answer yet from %v (rdma_cm): waiting up to %v (--timeout) for its RoCE device", cs.peer, cs.cfg.timeout))
 	defer stop()
@@ -338,7 +344,7 @@ func (cs *cmSide) connect(q *verbs.QueuePair, retry bool) error {
 		c, err := cs.m.Dial(ctx, cs.peer, q, &p)
 		if err == nil {
 			cs.conns = append(cs.conns, c)
-			return cs.setRetrans(q)
+			return nil
 		}
 		if ctx.Err() != nil && refused != nil {
 			// The deadline cut an attempt short: the refusals before it
@@ -358,16 +364,6 @@ func (cs *cmSide) connect(q *verbs.QueuePair, retry bool) error {
 		case <-time.After(cmRetry):
 		}
 	}
-}
-
-// setRetrans gives a QP the CM moved to RTS the retransmission flags the
-// command line asks for: rdma_cm's attributes have no such field.
-func (cs *cmSide) setRetrans(q *verbs.QueuePair) error {
-	f := cs.cfg.retrans()
-	if f == 0 || q == nil {
-		return nil
-	}
-	return q.Modify(&verbs.QPAttr{Retrans: f}, verbs.AttrRetrans)
 }
 
 // disconnect ends the test's connections, then the exchange's, and waits

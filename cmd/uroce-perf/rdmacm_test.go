@@ -69,7 +69,17 @@ func (l *recLink) Wake() {
 // both devices send.
 func cmPair(t *testing.T, test string, rec *recorder, flags ...string) (srvOut, cliOut string, srvDev, cliDev *verbs.Device) {
 	t.Helper()
+	return cmPairWith(t, test, rec, nil, flags...)
+}
+
+// cmPairWith is cmPair with tweak, when set, changing the two sides'
+// parsed configurations before they run.
+func cmPairWith(t *testing.T, test string, rec *recorder, tweak func(srv, cli *config), flags ...string) (srvOut, cliOut string, srvDev, cliDev *verbs.Device) {
+	t.Helper()
 	srvCfg, cliCfg, srvAddr, cliAddr := pairConfigs(t, test, append([]string{"-R"}, flags...)...)
+	if tweak != nil {
+		tweak(srvCfg, cliCfg)
+	}
 	open := func(a netip.Addr, client bool) *verbs.Device {
 		l, err := udp.Open(udp.Config{Addr: a})
 		if err != nil {

@@ -34,6 +34,11 @@ type ConnectParams struct {
 	// PrivateData goes in the REQ: at most 92 bytes. rdma_cm callers put
 	// a mad.CMAHeader first and leave 56 for the application.
 	PrivateData []byte
+	// SelectiveRepeat offers uroce's selective repeat in the REQ's
+	// reserved bits (mad.CapSelectiveRepeat). It is on when the REP takes
+	// it, which only a uroce passive side does; false sends the REQ ib_cm
+	// sends.
+	SelectiveRepeat bool
 	// Context is stored in the Conn for the caller.
 	Context any
 }
@@ -103,6 +108,9 @@ func (m *Manager) Connect(now time.Time, p *ConnectParams) (*Conn, error) {
 		},
 		PrivateData: p.PrivateData,
 	}
+	if p.SelectiveRepeat {
+		req.UroceCaps |= mad.CapSelectiveRepeat
+	}
 	mad.NewCM(c.req[:], mad.AttrREQ, c.tid).REQ().Encode(&req)
 	c.attr = QPAttr{
 		QPN:             p.QPN,
@@ -162,6 +170,9 @@ func (c *Conn) handleREP(now time.Time, rep mad.REP) error {
 	a.RNRRetry = rep.RNRRetryCount()
 	a.FlowControl = rep.EndToEndFlowControl()
 	a.Timeout = ackTimeout(rep.TargetACKDelay(), c.m.cfg.PacketLifetime)
+	// Selective repeat only if we offered it and the passive side took
+	// it: an ib_cm REP has the bits zero.
+	a.SelectiveRepeat = req.UroceCaps()&rep.UroceCaps()&mad.CapSelectiveRepeat != 0
 	if err := c.modifyUp(now); err != nil {
 		// cma_rep_recv rejects the REP when the QP cannot be set up.
 		c.sendREJ(mad.RejConsumerDefined, mad.MsgREP, nil)

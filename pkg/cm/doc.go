@@ -33,6 +33,11 @@
 // retries cover it), and QPModifier moves the connection's QP, which the
 // verbs layer created and put in INIT, to RTR, RTS or error.
 //
+// Between two uroce peers the REQ and REP also agree on selective repeat
+// (ConnectParams.SelectiveRepeat, AcceptParams.SelectiveRepeat,
+// QPAttr.SelectiveRepeat), in reserved bits that ib_cm ignores and sends
+// zeroed (mad.Caps), so with rxe or ConnectX it is never on.
+//
 // Malformed MADs, messages for unknown connections or from the wrong peer,
 // and messages a state does not expect are dropped and counted; they never
 // change an established connection. What each state does with each message

@@ -121,6 +121,10 @@ type AcceptParams struct {
 	SRQ           bool
 	// PrivateData goes in the REP: at most 196 bytes.
 	PrivateData []byte
+	// SelectiveRepeat takes uroce's selective repeat if the REQ offered
+	// it (an RC REQ from a uroce active side): both QPs then use it, and
+	// the REP says so in its reserved bits. false answers as ib_cm does.
+	SelectiveRepeat bool
 }
 
 // Accept answers a connection request: the QP goes to RTR and RTS with
@@ -182,6 +186,12 @@ func (c *Conn) Accept(now time.Time, p *AcceptParams) error {
 		MaxDestRdAtomic: rr,
 		FlowControl:     req.EndToEndFlowControl(),
 		SRQ:             p.SRQ,
+		SelectiveRepeat: p.SelectiveRepeat && req.TransportService() == mad.ServiceRC &&
+			req.UroceCaps()&mad.CapSelectiveRepeat != 0,
+	}
+	var caps mad.Caps
+	if c.attr.SelectiveRepeat {
+		caps = mad.CapSelectiveRepeat
 	}
 	if err := c.modifyUp(now); err != nil {
 		return fmt.Errorf("accept: %w", err)
@@ -200,6 +210,7 @@ func (c *Conn) Accept(now time.Time, p *AcceptParams) error {
 		SRQ:                 p.SRQ,
 		LocalCAGUID:         cfg.CAGUID,
 		PrivateData:         p.PrivateData,
+		UroceCaps:           caps,
 	})
 	c.state = StateREPSent
 	c.setTimer(now, c.peerResponse(), c.peerRetries())

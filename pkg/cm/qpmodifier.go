@@ -69,6 +69,10 @@ type QPAttr struct {
 	FlowControl bool
 	// SRQ: this side's QP takes receives from a shared receive queue.
 	SRQ bool
+	// SelectiveRepeat: both ends are uroce and agreed on selective
+	// repeat (the REQ offered it, the REP took it), so the QP goes to
+	// RTR with qp.RetransSelective; never with an ib_cm peer.
+	SelectiveRepeat bool
 }
 
 // QPModifier moves the QP of a connection between states with the

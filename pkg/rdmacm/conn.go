@@ -58,6 +58,9 @@ type Conn struct {
 	established bool
 	closed      bool
 
+	// retrans are Params.Retrans, which the QP gets at RTR.
+	retrans verbs.RetransFlags
+
 	// Set by the loop before the result is sent; read after.
 	privateData []byte
 	attr        cm.QPAttr
@@ -82,7 +85,8 @@ func (c *Conn) RemoteAddr() netip.AddrPort { return c.remote }
 func (c *Conn) PrivateData() []byte { return c.privateData }
 
 // Attr returns the QP attributes the exchange negotiated (path MTU, PSNs,
-// QPNs, READ depths, retry counts, ACK timeout).
+// QPNs, READ depths, retry counts, ACK timeout, and whether selective
+// repeat is on).
 func (c *Conn) Attr() cm.QPAttr { return c.attr }
 
 // Events returns the connection's events: Established, then

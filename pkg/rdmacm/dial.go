@@ -43,6 +43,7 @@ func (m *CM) dial(ctx context.Context, addr netip.AddrPort, q *verbs.QueuePair, 
 		return nil, fmt.Errorf("dial %v: %w", addr, err)
 	}
 	c := newConn(m, q, qpn, true)
+	c.retrans = prm.Retrans &^ verbs.RetransSelective
 	c.local = netip.AddrPortFrom(m.local, prm.LocalPort)
 	c.remote = netip.AddrPortFrom(dst, addr.Port())
 
@@ -68,7 +69,7 @@ func (m *CM) dial(ctx context.Context, addr netip.AddrPort, q *verbs.QueuePair, 
 			PathMTU:            mtu(prm.PathMTU, m.maxMTU),
 			ResponderResources: prm.ResponderResources, InitiatorDepth: prm.InitiatorDepth,
 			RetryCount: prm.RetryCount, RNRRetryCount: prm.RNRRetryCount, FlowControl: prm.FlowControl,
-			PrivateData: pd[:n], Context: c,
+			PrivateData: pd[:n], Context: c, SelectiveRepeat: !prm.GoBackN,
 		})
 		if err != nil {
 			delete(m.byQPN, qpn)

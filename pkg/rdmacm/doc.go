@@ -32,6 +32,13 @@
 // the access rights of Params, then the CM takes it to RTR and RTS. After
 // that it is an ordinary verbs QP: post SENDs, WRITEs and READs on it.
 //
+// Between two uroce ends the connection uses selective repeat, which
+// resends only lost packets: Dial offers it and Accept takes it in bits of
+// the REQ and REP that ib_cm ignores and sends zeroed, so it is on exactly
+// when both ends are uroce (Conn.Attr().SelectiveRepeat) and an rxe or
+// ConnectX peer sees standard RC. Params.GoBackN on either side keeps
+// go-back-N.
+//
 // Errors: a REJ is a *RejectError (errors.Is ErrRejected, and ErrRefused
 // when nobody listens on the port); a peer that never answers the CM's
 // retries is ErrUnreachable; a cancelled or expired context returns the

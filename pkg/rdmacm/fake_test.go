@@ -165,6 +165,13 @@ func ctx(t *testing.T) context.Context {
 // the given private data, returning both connections.
 func connect(t *testing.T, a, b *side, port uint16, dialPD, acceptPD []byte) (ca, cb *Conn) {
 	t.Helper()
+	return connectWith(t, a, b, port, &Params{PrivateData: dialPD}, &Params{PrivateData: acceptPD})
+}
+
+// connectWith dials from a to b's listener on port with dialP and
+// accepts there with acceptP, returning both connections.
+func connectWith(t *testing.T, a, b *side, port uint16, dialP, acceptP *Params) (ca, cb *Conn) {
+	t.Helper()
 	l, err := b.cm.Listen(port)
 	if err != nil {
 		t.Fatal(err)
@@ -183,10 +190,10 @@ func connect(t *testing.T, a, b *side, port uint16, dialPD, acceptPD []byte) (ca
 			done <- res{err: err}
 			return
 		}
-		c, err := req.Accept(ctx(t), qb, &Params{PrivateData: acceptPD})
+		c, err := req.Accept(ctx(t), qb, acceptP)
 		done <- res{c, req, err}
 	}()
-	ca, err = a.cm.Dial(ctx(t), netip.AddrPortFrom(b.dev.Addr(), port), a.qp(t), &Params{PrivateData: dialPD})
+	ca, err = a.cm.Dial(ctx(t), netip.AddrPortFrom(b.dev.Addr(), port), a.qp(t), dialP)
 	if err != nil {
 		t.Fatalf("dial: %v", err)
 	}

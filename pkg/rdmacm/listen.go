@@ -162,10 +162,12 @@ func (r *ConnRequest) accept(ctx context.Context, q *verbs.QueuePair, qpn uint32
 			return
 		}
 		c.qp, c.qpn = q, qpn
+		c.retrans = prm.Retrans &^ verbs.RetransSelective
 		m.byQPN[qpn] = c
 		err = c.cc.Accept(now, &cm.AcceptParams{QPN: qpn, StartingPSN: prm.PSN,
 			ResponderResources: prm.ResponderResources, InitiatorDepth: prm.InitiatorDepth,
-			RNRRetryCount: prm.RNRRetryCount, FlowControl: prm.FlowControl, PrivateData: prm.PrivateData})
+			RNRRetryCount: prm.RNRRetryCount, FlowControl: prm.FlowControl, PrivateData: prm.PrivateData,
+			SelectiveRepeat: !prm.GoBackN})
 		if err != nil {
 			delete(m.byQPN, qpn)
 			c.qp, c.qpn = nil, 0

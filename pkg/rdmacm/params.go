@@ -38,6 +38,18 @@ type Params struct {
 	// LocalPort is the source port Dial puts in rdma_cm's header; 0 picks
 	// an ephemeral one.
 	LocalPort uint16
+	// GoBackN keeps the connection to RC's go-back-N even when the peer
+	// is uroce. By default Dial offers uroce's selective repeat and
+	// Accept takes it when offered, in bits of the REQ and REP that
+	// ib_cm ignores: it is on (both QPs' Retrans has RetransSelective,
+	// Conn.Attr().SelectiveRepeat) exactly when both ends are uroce and
+	// neither gave GoBackN, and with rxe or ConnectX never.
+	GoBackN bool
+	// Retrans are the QP's other retransmission flags (RetransFixed,
+	// RetransRetry7Forever), given at RTR; rdma_cm's parameters have no
+	// such field. RetransSelective here is ignored: the exchange decides
+	// it (GoBackN).
+	Retrans verbs.RetransFlags
 }
 
 func (p *Params) withDefaults() Params {

@@ -275,6 +275,17 @@ func (q modifier) ModifyQP(_ time.Time, to cm.QPState, a *cm.QPAttr) error {
 			TrafficClass: a.TrafficClass, PKey: a.PKey, PathMTU: a.PathMTU.Bytes(), DestQPN: a.DestQPN, RQPSN: a.RQPSN,
 			MaxDestRdAtomic: a.MaxDestRdAtomic, MinRNRTimer: a.MinRNRTimer}
 		mask = attrRTR
+		// Selective repeat changes what WRITE packets carry, so it is
+		// set here, before the QP receives, and only as negotiated: a
+		// non-uroce peer's QP would misread them.
+		if a.SelectiveRepeat {
+			attr.Retrans = c.retrans | verbs.RetransSelective
+		} else {
+			attr.Retrans = c.retrans
+		}
+		if attr.Retrans != 0 {
+			mask |= verbs.AttrRetrans
+		}
 	case cm.QPStateRTS:
 		attr = verbs.QPAttr{State: verbs.StateRTS, Timeout: a.Timeout, RetryCnt: a.RetryCount, RNRRetry: a.RNRRetry,
 			SQPSN: a.SQPSN, MaxRdAtomic: a.MaxRdAtomic}

@@ -3,7 +3,9 @@
 // the CM class's attributes and the messages of IBA 12.6 (REQ, MRA, REJ,
 // REP, RTU, DREQ, DREP, LAP, APR, SIDR_REQ, SIDR_REP), and the header
 // rdma_cm puts at the front of a REQ's private data (struct cma_hdr in the
-// kernel's cma.c) with the IP CM service IDs it connects to.
+// kernel's cma.c) with the IP CM service IDs it connects to. Caps are
+// uroce's own capabilities, which a REQ and a REP carry in reserved bits
+// that ib_cm ignores.
 //
 // On RoCEv2 a MAD travels as the whole payload of a UD SEND Only packet
 // (BTH opcode 0x64) to QP1, the general services interface, with a DETH

@@ -145,7 +145,7 @@ func (b REJ) Encode(f *REJFields) {
 //	24  Responder Resources
 //	25  Initiator Depth
 //	26  Target ACK Delay(5) Failover Accepted(2) End-to-End Flow Control(1)
-//	27  RNR Retry Count(3) SRQ(1) reserved(4)
+//	27  RNR Retry Count(3) SRQ(1) reserved(4): uroce's Caps, see Caps
 //	28  Local CA GUID
 //	36  private data (196 bytes)
 type REP []byte
@@ -167,6 +167,9 @@ type REPFields struct {
 	SRQ                       bool
 	LocalCAGUID               uint64
 	PrivateData               []byte
+	// UroceCaps is what the passive side took of the REQ's UroceCaps,
+	// in reserved bits (4 of them); 0 leaves them zero, as ib_cm.
+	UroceCaps Caps
 }
 
 const (
@@ -223,6 +226,7 @@ func (b REP) Fields() REPFields {
 		SRQ:                 b.SRQ(),
 		LocalCAGUID:         b.LocalCAGUID(),
 		PrivateData:         b.PrivateData(),
+		UroceCaps:           b.UroceCaps(),
 	}
 }
 
@@ -244,6 +248,7 @@ func (b REP) Encode(f *REPFields) {
 	putBool(b, repByte26, 0, f.EndToEndFlowControl)
 	putBits(b, repByte27, 5, 3, f.RNRRetryCount)
 	putBool(b, repByte27, 4, f.SRQ)
+	putBits(b, repByte27, 0, 4, uint8(f.UroceCaps&capsREP))
 	put64(b, repLocalCAGUID, f.LocalCAGUID)
 	putData(b, repPrivateData, REPPrivateDataLen, f.PrivateData)
 }

@@ -8,7 +8,7 @@ package mad
 //	4    reserved(8) Vendor ID(24)  (IBA Comment 9434, the kernel's ECE)
 //	8    Service ID
 //	16   Local CA GUID
-//	24   reserved
+//	24   reserved (uroce's Caps, behind a magic: see Caps)
 //	28   Local Q_Key
 //	32   Local QPN(24) Responder Resources(8)
 //	36   Local EECN(24) Initiator Depth(8)
@@ -133,6 +133,9 @@ type REQFields struct {
 	Primary, Alternate      Path
 	SAPSupported            bool
 	PrivateData             []byte // a view of the 92 bytes when read
+	// UroceCaps is uroce's offer, in reserved bits; 0 leaves them zero,
+	// as ib_cm sends them.
+	UroceCaps Caps
 }
 
 func (b REQ) LocalCommID() uint32       { return u32(b, reqLocalCommID) }
@@ -199,6 +202,7 @@ func (b REQ) Fields() REQFields {
 		Alternate:               b.Alternate(),
 		SAPSupported:            b.SAPSupported(),
 		PrivateData:             b.PrivateData(),
+		UroceCaps:               b.UroceCaps(),
 	}
 }
 
@@ -235,4 +239,8 @@ func (b REQ) Encode(f *REQFields) {
 	writePath(b[reqAltPath:reqAltPath+pathLen], &f.Alternate)
 	putBool(b, reqSAPByte, 2, f.SAPSupported)
 	putData(b, reqPrivateData, REQPrivateDataLen, f.PrivateData)
+	if f.UroceCaps != 0 {
+		put16(b, reqCapsMagicOff, reqCapsMagic)
+		b[reqCaps] = byte(f.UroceCaps)
+	}
 }

@@ -95,7 +95,7 @@ var reservedBits = map[mad.AttrID]map[int]byte{
 	},
 	mad.AttrMRA:  {8: 0x3f, 9: 0x07},
 	mad.AttrREJ:  {8: 0x3f, 9: 0x01},
-	mad.AttrREP:  {26: 0x00, 27: 0x0f},
+	mad.AttrREP:  {26: 0x00, 27: 0x00}, // byte 27's low 4 bits, reserved in IBA: uroce's Caps
 	mad.AttrRTU:  {},
 	mad.AttrDREQ: {11: 0xff},
 	mad.AttrDREP: {},
