@@ -260,7 +260,7 @@ func TestLossTail(t *testing.T) {
 	}
 	for _, drop := range []float64{0.01, 0.02, 0.05} {
 		ratio := map[RetransFlags]float64{}
-		for _, mode := range []RetransFlags{RetransFixed, 0} {
+		for _, mode := range []RetransFlags{RetransFixed, 0, RetransSelective} {
 			p := newPair(t, pairConfig{mtu: 1024, faults: netem.Faults{Delay: 25 * us, Drop: drop}, seed: 13, retry: 7, timeout: 14, retrans: mode})
 			lat := pingPong(t, p, n)
 			slices.Sort(lat)
@@ -268,15 +268,18 @@ func TestLossTail(t *testing.T) {
 			ratio[mode] = float64(worst) / float64(typ)
 			a, b := p.a.qp.Counters, p.b.qp.Counters
 			name := "adaptive"
-			if mode != 0 {
+			switch mode {
+			case RetransFixed:
 				name = "fixed"
+			case RetransSelective:
+				name = "selective"
 			}
 			t.Logf("drop %2.0f %% %-8s t_typical %v t_99 %-12v t_max %-12v %5.0f×  retransmits %3d timeouts %3d (early %3d)",
 				drop*100, name, typ, lat[len(lat)*99/100], worst, ratio[mode], a.Retransmits+b.Retransmits,
 				a.Timeouts+b.Timeouts, a.EarlyRetransTimeouts+b.EarlyRetransTimeouts)
 		}
-		if drop <= 0.02 && ratio[0] > 20 {
-			t.Errorf("drop %v: adaptive t_max %.0f× t_typical, want at most 20×", drop, ratio[0])
+		if drop <= 0.02 && (ratio[0] > 20 || ratio[RetransSelective] > 20) {
+			t.Errorf("drop %v: t_max %.0f× t_typical adaptive, %.0f× selective, want at most 20×", drop, ratio[0], ratio[RetransSelective])
 		}
 		if ratio[RetransFixed] < 10*ratio[0] {
 			t.Errorf("drop %v: fixed %.0f×, adaptive %.0f×: adaptive should be far below", drop, ratio[RetransFixed], ratio[0])
