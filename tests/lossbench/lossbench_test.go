@@ -24,6 +24,12 @@ const (
 	measure = 3 * time.Second
 	pingLen = 64
 	pings   = 3000
+	// pingSends is how many send buffers each side of the ping-pong
+	// cycles through. An echo waits for the completion of the send
+	// before it in its buffer; with two buffers a lost ACK of the echo
+	// before last would hold the next echo until the responder's timer
+	// resent it, a wait of the harness, not of the ping.
+	pingSends = 8
 	// phaseLimit only detects a hung phase; it is never a measurement.
 	phaseLimit = time.Minute
 )
@@ -70,7 +76,7 @@ func openHosts(t *testing.T, tp *topo) *hosts {
 		return mr
 	}
 	h.src, h.dst = reg(h.reqPD, depth*msgSize), reg(h.respPD, depth*msgSize)
-	h.reqPing, h.respPing = reg(h.reqPD, 4*pingLen), reg(h.respPD, 4*pingLen)
+	h.reqPing, h.respPing = reg(h.reqPD, (2+pingSends)*pingLen), reg(h.respPD, (2+pingSends)*pingLen)
 	return h
 }
 
@@ -239,16 +245,17 @@ func (w *waiter) until(ctx context.Context, sends, recvs int) error {
 
 // pingPong sends pings 64-byte SENDs from the requester, each echoed by
 // the responder, and records each round trip from the ping's PostSend to
-// the echo's receive completion. Each side alternates between two send
-// and two receive buffers: a buffer is posted again only once its
-// previous WR completed, and every echo must carry its ping's bytes.
+// the echo's receive completion. Each side alternates between two receive
+// buffers and cycles through pingSends send buffers: a buffer is posted
+// again only once its previous WR completed, and every echo must carry
+// its ping's bytes.
 func pingPong(t *testing.T, h *hosts, p *pair) *hist.Snapshot {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), phaseLimit)
 	defer cancel()
-	// Buffers: receive 0 and 1, then send 0 and 1.
+	// Buffers: receive 0 and 1, then the sends'.
 	recvSGE := func(mr *verbs.MR, i int) []verbs.SGE { return []verbs.SGE{mr.SGE(i%2*pingLen, pingLen)} }
-	sendOff := func(i int) int { return (2 + i%2) * pingLen }
+	sendOff := func(i int) int { return (2 + i%pingSends) * pingLen }
 	post := func(q *verbs.QueuePair, mr *verbs.MR, i int) error {
 		return q.PostRecv(&verbs.RecvWR{ID: uint64(i), SGL: recvSGE(mr, i)})
 	}
@@ -269,7 +276,7 @@ func pingPong(t *testing.T, h *hosts, p *pair) *hist.Snapshot {
 						return err
 					}
 				}
-				if err := w.until(ctx, i-1, 0); err != nil { // the send buffer's last WR
+				if err := w.until(ctx, i-pingSends+1, 0); err != nil { // the send buffer's last WR
 					return err
 				}
 				copy(b[sendOff(i):][:pingLen], b[i%2*pingLen:][:pingLen])
@@ -290,7 +297,7 @@ func pingPong(t *testing.T, h *hosts, p *pair) *hist.Snapshot {
 			return err
 		}
 		for i := range pings {
-			if err := w.until(ctx, i-1, 0); err != nil {
+			if err := w.until(ctx, i-pingSends+1, 0); err != nil {
 				return err
 			}
 			msg := b[sendOff(i):][:pingLen]
