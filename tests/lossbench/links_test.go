@@ -187,13 +187,21 @@ func (tp *topo) dropped(t *testing.T) (fwd, rev uint64) {
 	return fwd, rev
 }
 
-// hostDrops counts what the path dropped besides the rules: the hosts'
-// UDP sockets for a full buffer (/proc/net/snmp in each namespace), the
-// veths' own drops and the shaper's queue overflowing. They should stay
-// 0; a number here is loss the retransmissions answer too.
-func (tp *topo) hostDrops(t *testing.T) uint64 {
+// pathDrops are the path's losses besides the rules': the hosts' UDP
+// sockets' for a full buffer (/proc/net/snmp in each namespace), the
+// veths' own (a full backlog) and the shaper's queue overflowing. They
+// should stay 0; a number here is loss the retransmissions answer too.
+type pathDrops struct{ udp, veth, queue uint64 }
+
+func (d pathDrops) sum() uint64 { return d.udp + d.veth + d.queue }
+
+func (d pathDrops) sub(o pathDrops) pathDrops {
+	return pathDrops{d.udp - o.udp, d.veth - o.veth, d.queue - o.queue}
+}
+
+func (tp *topo) pathDrops(t *testing.T) pathDrops {
 	t.Helper()
-	var n uint64
+	var d pathDrops
 	for _, ns := range []*netns.NS{tp.reqNS, tp.respNS} {
 		var names []string
 		for _, line := range strings.Split(run(t, ns, "", "cat", "/proc/net/snmp"), "\n") {
@@ -208,7 +216,7 @@ func (tp *topo) hostDrops(t *testing.T) uint64 {
 			for i, name := range names {
 				if (name == "RcvbufErrors" || name == "SndbufErrors") && i < len(f) {
 					v, _ := strconv.ParseUint(f[i], 10, 64)
-					n += v
+					d.udp += v
 				}
 			}
 		}
@@ -219,11 +227,11 @@ func (tp *topo) hostDrops(t *testing.T) uint64 {
 			t.Fatal(err)
 		}
 		if s := l.Attrs().Statistics; s != nil {
-			n += s.RxDropped + s.TxDropped
+			d.veth += s.RxDropped + s.TxDropped
 		}
 	}
 	if tp.shaper == nil {
-		return n
+		return d
 	}
 	nl := tp.shaper.Netlink()
 	l, err := nl.LinkByName(tp.shaperDev)
@@ -236,8 +244,8 @@ func (tp *topo) hostDrops(t *testing.T) uint64 {
 	}
 	for _, q := range qs {
 		if a := q.Attrs(); a.Parent == netlink.HANDLE_ROOT && a.Statistics != nil && a.Statistics.Queue != nil {
-			n += uint64(a.Statistics.Queue.Drops)
+			d.queue += uint64(a.Statistics.Queue.Drops)
 		}
 	}
-	return n
+	return d
 }

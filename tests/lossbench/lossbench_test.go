@@ -45,9 +45,9 @@ var modes = []struct {
 	{"selective", verbs.RetransSelective},
 }
 
-// hosts are a link's two uroce devices: the requester's, inline (its
-// pump's Waits drive it), and the responder's, on its own goroutine, as a
-// server that never polls. Each has one region for the bulk phase (16
+// hosts are a link's two uroce devices: the requester's, inline (the
+// test's Waits on it drive it), and the responder's, on its own
+// goroutine, as a server that never polls. Each has one region for the bulk phase (16
 // slots of 64 KiB: the source on the requester, the destination on the
 // responder) and one for the ping-pong.
 type hosts struct {
@@ -133,8 +133,9 @@ type bulkResult struct {
 	goodput     float64 // MB/s of payload in the measured window
 	retransmits uint64
 	timeouts    uint64
+	early       uint64 // of the timeouts, the adaptive RTO's before the IBA timeout
 	fwd, rev    uint64 // packets the rules dropped each way
-	hostDrops   uint64
+	pathDrops   pathDrops
 	seqNAKs     uint64 // sequence NAKs the requester received
 }
 
@@ -148,7 +149,7 @@ func bulk(t *testing.T, tp *topo, h *hosts, p *pair) bulkResult {
 	defer cancel()
 	clear(h.dst.Buf())
 	h.resp.Counters() // orders the clear before the responder's engine writes (see sync)
-	host0 := tp.hostDrops(t)
+	path0 := tp.pathDrops(t)
 	var res bulkResult
 	var seq uint64
 	busy := 0
@@ -195,9 +196,9 @@ func bulk(t *testing.T, tp *topo, h *hosts, p *pair) bulkResult {
 	}
 	res.goodput = float64(bytesIn) / measure.Seconds() / 1e6
 	c := p.q.Counters()
-	res.retransmits, res.timeouts, res.seqNAKs = c.Retransmits, c.Timeouts, c.SeqNAKsRcvd
+	res.retransmits, res.timeouts, res.early, res.seqNAKs = c.Retransmits, c.Timeouts, c.EarlyRetransTimeouts, c.SeqNAKsRcvd
 	res.fwd, res.rev = tp.dropped(t)
-	res.hostDrops = tp.hostDrops(t) - host0
+	res.pathDrops = tp.pathDrops(t).sub(path0)
 	// The responder's engine wrote the destination on its own goroutine;
 	// a call through it orders those writes before the reads here (the
 	// ACKs that told the requester travelled through kernel sockets,
@@ -428,8 +429,10 @@ func lossBench(t *testing.T, tp *topo, pcts []int) {
 				clean[m.name] = c.bulk.goodput
 			}
 			c.clean = clean[m.name]
-			t.Logf("%s %d %%: bulk %.1f MB/s, %d dropped, %d retransmitted, %d timeouts; ping-pong timeouts (early) %d (%d) and %d (%d), spurious %d and %d",
-				m.name, pct, c.bulk.goodput, c.bulk.fwd+c.bulk.rev, c.bulk.retransmits, c.bulk.timeouts,
+			b := c.bulk
+			t.Logf("%s %d %%: bulk %.1f MB/s, %d dropped by the rules and %+v elsewhere, %d retransmitted, %d timeouts; "+
+				"ping-pong timeouts (early) %d (%d) and %d (%d), spurious %d and %d",
+				m.name, pct, b.goodput, b.fwd+b.rev, b.pathDrops, b.retransmits, b.timeouts,
 				qc.Timeouts, qc.EarlyRetransTimeouts, rc.Timeouts, rc.EarlyRetransTimeouts, qc.SpuriousRetrans, rc.SpuriousRetrans)
 			cells = append(cells, c)
 		}
@@ -445,7 +448,7 @@ func table(tp *topo, cells []cell) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %d KiB WRITEs %d deep for %v (after %v), path MTU %d; %d 64-byte SEND round trips\n\n",
 		tp.about, msgSize>>10, depth, measure, warmup, pathMTU, pings)
-	b.WriteString("| mode | drop | goodput MB/s | ÷ clean | dropped (req/ack) | other drops | retransmitted | ÷ dropped | timeouts | seq NAKs | RTT p50 µs | p99 µs | p99.9 µs | max µs |\n")
+	b.WriteString("| mode | drop | goodput MB/s | ÷ clean | dropped (req/ack) | other drops | retransmitted | ÷ dropped | timeouts (early) | seq NAKs | RTT p50 µs | p99 µs | p99.9 µs | max µs |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	us := func(v uint64) string { return fmt.Sprintf("%.0f", float64(v)/1e3) }
 	for _, c := range cells {
@@ -468,8 +471,8 @@ func table(tp *topo, cells []cell) string {
 			}
 			ratio = fmt.Sprintf("%.2f %s", float64(r.retransmits)/float64(d), mark)
 		}
-		fmt.Fprintf(&b, "| %s | %d %% | %.1f | %s | %d (%d/%d) | %d | %d | %s | %d | %d | %s | %s | %s | %s |\n",
-			c.mode, c.pct, r.goodput, share, r.fwd+r.rev, r.fwd, r.rev, r.hostDrops, r.retransmits, ratio, r.timeouts, r.seqNAKs,
+		fmt.Fprintf(&b, "| %s | %d %% | %.1f | %s | %d (%d/%d) | %d | %d | %s | %d (%d) | %d | %s | %s | %s | %s |\n",
+			c.mode, c.pct, r.goodput, share, r.fwd+r.rev, r.fwd, r.rev, r.pathDrops.sum(), r.retransmits, ratio, r.timeouts, r.early, r.seqNAKs,
 			us(c.rtt.Quantile(0.5)), us(c.rtt.Quantile(0.99)), us(c.rtt.Quantile(0.999)), us(c.rtt.Max))
 	}
 	return b.String()
