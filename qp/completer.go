@@ -88,7 +88,7 @@ func (e *Engine) completeOp(q *QP, p *bth.Packet, op bth.Opcode) {
 			state = compCheckPSN
 
 		case compCheckPSN:
-			state = e.checkPSN(q, w, psn, op)
+			state = e.checkPSN(q, w, p, psn, op)
 
 		case compCheckAck:
 			state = e.checkAck(q, w, p, op)
@@ -175,6 +175,10 @@ func (e *Engine) completeOp(q *QP, p *bth.Packet, op bth.Opcode) {
 			return
 
 		case compDone:
+			if progress && q.sr != nil && q.sr.rdHeldN > 0 {
+				// READ responses that came ahead (sr.go).
+				e.srReadCatchUp(q)
+			}
 			// rxe kicks the timer down the road on every response;
 			// we do on progress only, so stale duplicates cannot
 			// postpone a retry forever.
@@ -196,7 +200,7 @@ func (e *Engine) completeOp(q *QP, p *bth.Packet, op bth.Opcode) {
 }
 
 // checkPSN places a response against the oldest WQE (rxe's check_psn).
-func (e *Engine) checkPSN(q *QP, w *sendWQE, psn bth.PSN, op bth.Opcode) compState {
+func (e *Engine) checkPSN(q *QP, w *sendWQE, p *bth.Packet, psn bth.PSN, op bth.Opcode) compState {
 	if psn.After(w.lastPSN) {
 		if w.state != wqePending {
 			q.Counters.Dropped++
@@ -205,7 +209,13 @@ func (e *Engine) checkPSN(q *QP, w *sendWQE, psn bth.PSN, op bth.Opcode) compSta
 		// A response beyond this WQE: a coalesced ACK completes a
 		// SEND/WRITE (IBA 9.7.5.1.2), but a READ or atomic needed
 		// its own response, so that was lost: implicit NAK
-		// (IBA 9.7.5.1.5).
+		// (IBA 9.7.5.1.5). Under selective repeat a later READ's
+		// response is placed in its own WQE instead (sr.go).
+		if q.sr != nil && w.wr.Opcode == WRRead && op.Has(bth.Read) {
+			if later := q.srWQE(psn); later != nil && later.wr.Opcode == WRRead {
+				return e.srReadAhead(q, later, p, psn, op)
+			}
+		}
 		if w.wr.Opcode.isReadAtomic() {
 			q.Counters.ImplicitNAKs++
 			return compErrorRetry
@@ -227,6 +237,11 @@ func (e *Engine) checkPSN(q *QP, w *sendWQE, psn bth.PSN, op bth.Opcode) compSta
 		// what IBA 9.7.5.1.5 allows and recovers faster).
 		if !op.Has(bth.Read) {
 			return compCheckAck
+		}
+		if q.sr != nil {
+			// Selective repeat places it, and asks again for
+			// what is missing only (sr.go).
+			return e.srReadAhead(q, w, p, psn, op)
 		}
 		q.Counters.ImplicitNAKs++
 		return compErrorRetry
@@ -317,20 +332,31 @@ func (e *Engine) checkAck(q *QP, w *sendWQE, p *bth.Packet, op bth.Opcode) compS
 // readResponse copies READ response data into the WQE's buffers at the
 // packet's place in the message (rxe's do_read).
 func (e *Engine) readResponse(q *QP, w *sendWQE, p *bth.Packet, psn bth.PSN) compState {
-	mtu := uint32(q.mtu)
-	off := uint64(psn.Diff(w.firstPSN)) * uint64(mtu)
-	data := p.Payload()
-	end := off + uint64(len(data))
-	last := p.Has(bth.Last)
-	if end > uint64(w.length) || (!last && uint32(len(data)) != mtu) || (last && end != uint64(w.length)) {
+	if !readFits(q, w, p, psn) {
 		w.status = WCBadRespErr
 		return compError
 	}
-	scatter(w, uint32(off), data)
-	if last {
+	scatter(w, uint32(psn.Diff(w.firstPSN))*uint32(q.mtu), p.Payload())
+	if psn == w.lastPSN {
 		return compCompAck
 	}
 	return compUpdateComp
+}
+
+// readFits checks a READ response packet's length against its place in
+// the WQE's response: full MTU but for the last, which ends the message.
+// Under selective repeat a response asked again for a gap ends (LAST)
+// where the gap does, inside the message, and is full too.
+func readFits(q *QP, w *sendWQE, p *bth.Packet, psn bth.PSN) bool {
+	mtu := uint32(q.mtu)
+	off := uint64(psn.Diff(w.firstPSN)) * uint64(mtu)
+	n := len(p.Payload())
+	end := off + uint64(n)
+	last := p.Has(bth.Last)
+	if q.sr != nil && psn != w.lastPSN {
+		last = false
+	}
+	return end <= uint64(w.length) && (last || uint32(n) == mtu) && (!last || end == uint64(w.length)) && last == (psn == w.lastPSN)
 }
 
 // scatter copies data into the WQE's buffers from byte off on.

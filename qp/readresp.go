@@ -159,33 +159,10 @@ func (e *Engine) sendResponses(q *QP, budget int) bool {
 				continue
 			}
 		}
-		var op bth.Opcode
-		switch {
-		case r.rdFirst && r.rdN <= mtu:
-			op = bth.RCReadResponseOnly
-		case r.rdFirst:
-			op = bth.RCReadResponseFirst
-		case r.rdN <= mtu:
-			op = bth.RCReadResponseLast
-		default:
-			op = bth.RCReadResponseMiddle
-		}
-		bf := bth.BTHFields{Opcode: op, PSN: r.rdPSN}
-		e.pf.AETH.Syndrome = bth.ACK(bth.CreditsInvalid)
-		e.pf.AETH.MSN = res.msn & bth.QPNMask
-		lp, dst := e.newPacket(q, &bf, int(size), true)
-		if lp == nil {
+		if !e.sendReadResponse(q, res, mr, r.rdPSN, r.rdVA, r.rdN, r.rdFirst) {
 			return false
 		}
-		if size > 0 {
-			if src, ok := mr.slice(r.rdVA, uint64(size)); ok {
-				copy(dst, src)
-			} else {
-				clear(dst)
-			}
-		}
 		budget--
-		e.ccSentResponse(q, lp.Len+ipUDPLen)
 		r.rdFirst = false
 		r.rdPSN = r.rdPSN.Next()
 		r.rdVA += uint64(size)
@@ -194,6 +171,41 @@ func (e *Engine) sendResponses(q *QP, budget int) bool {
 			e.nextResponse(q)
 		}
 	}
+	return true
+}
+
+// sendReadResponse sends the READ response packet of res with PSN psn, of
+// the bytes from va on, n of which remain in the response; first says it
+// starts the response. It reports false when the link had no buffer.
+func (e *Engine) sendReadResponse(q *QP, res *resource, mr *MR, psn bth.PSN, va uint64, n uint32, first bool) bool {
+	mtu := uint32(q.mtu)
+	size := min(n, mtu)
+	var op bth.Opcode
+	switch {
+	case first && n <= mtu:
+		op = bth.RCReadResponseOnly
+	case first:
+		op = bth.RCReadResponseFirst
+	case n <= mtu:
+		op = bth.RCReadResponseLast
+	default:
+		op = bth.RCReadResponseMiddle
+	}
+	bf := bth.BTHFields{Opcode: op, PSN: psn}
+	e.pf.AETH.Syndrome = bth.ACK(bth.CreditsInvalid)
+	e.pf.AETH.MSN = res.msn & bth.QPNMask
+	lp, dst := e.newPacket(q, &bf, int(size), true)
+	if lp == nil {
+		return false
+	}
+	if size > 0 {
+		if src, ok := mr.slice(va, uint64(size)); ok {
+			copy(dst, src)
+		} else {
+			clear(dst)
+		}
+	}
+	e.ccSentResponse(q, lp.Len+ipUDPLen)
 	return true
 }
 

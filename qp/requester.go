@@ -244,7 +244,7 @@ func nextOpcode(op WROpcode, first, last bool) bth.Opcode {
 func (e *Engine) sendRequest(q *QP, w *sendWQE) bool {
 	psn := q.req.psn
 	op := w.wr.Opcode
-	lp, payload, last, ackReq := e.buildRequest(q, w, psn, w.offset, false)
+	lp, payload, last, ackReq := e.buildRequest(q, w, psn, w.offset, 0, false)
 	if lp == nil {
 		return false
 	}
@@ -280,11 +280,12 @@ func (e *Engine) sendRequest(q *QP, w *sendWQE) bool {
 }
 
 // buildRequest builds w's request packet with PSN psn, whose data starts
-// at byte off of the message, and queues it for sending. A resend (of
-// selective repeat, sr.go) always asks for an ACK and leaves the
-// requester's count of packets since the last AckReq alone. It returns
-// nil when no buffer was free.
-func (e *Engine) buildRequest(q *QP, w *sendWQE, psn bth.PSN, off uint32, resend bool) (lp *link.Packet, payload uint32, last, ackReq bool) {
+// at byte off of the message, and queues it for sending; a READ asks for
+// readLen bytes from there, 0 meaning the rest. A resend (of selective
+// repeat, sr.go) always asks for an ACK and leaves the requester's count
+// of packets since the last AckReq alone. It returns nil when no buffer
+// was free.
+func (e *Engine) buildRequest(q *QP, w *sendWQE, psn bth.PSN, off, readLen uint32, resend bool) (lp *link.Packet, payload uint32, last, ackReq bool) {
 	mtu := uint32(q.mtu)
 	op := w.wr.Opcode
 	bf := bth.BTHFields{PSN: psn}
@@ -295,7 +296,10 @@ func (e *Engine) buildRequest(q *QP, w *sendWQE, psn bth.PSN, off uint32, resend
 		// A retry of a partly answered READ asks for the rest only
 		// (rxe's req_retry advances the iova by the PSNs received).
 		bf.Opcode = bth.RCReadRequest
-		pf.RETH = bth.RETHFields{VA: w.wr.RemoteAddr + uint64(off), RKey: w.wr.RKey, DMALen: w.length - off}
+		if readLen == 0 {
+			readLen = w.length - off
+		}
+		pf.RETH = bth.RETHFields{VA: w.wr.RemoteAddr + uint64(off), RKey: w.wr.RKey, DMALen: readLen}
 		last = true
 	case op.isAtomic():
 		bf.Opcode = nextOpcode(op, true, true)

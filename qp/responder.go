@@ -520,8 +520,16 @@ func (e *Engine) duplicate(q *QP, p *bth.Packet, info *bth.OpcodeInfo, psn bth.P
 		}
 		reth := p.RETH()
 		va, n := reth.VA(), reth.DMALen()
-		// The retry must ask for the tail of the original request.
-		if reth.RKey() != res.rkey || va < res.va || n > res.length || va+uint64(n) != res.va+uint64(res.length) {
+		// The retry must ask for the tail of the original request;
+		// under selective repeat, for any part of it that starts at
+		// the packet its PSN names (sr.go).
+		end := va + uint64(n)
+		if reth.RKey() != res.rkey || va < res.va || n > res.length || end > res.va+uint64(res.length) ||
+			end != res.va+uint64(res.length) && (q.sr == nil || va-res.va != uint64(psn.Diff(res.firstPSN))*uint64(q.mtu)) {
+			return
+		}
+		if q.sr != nil {
+			e.srReplayRead(q, res, psn, va, n)
 			return
 		}
 		e.oweResponse(q, res, psn, va, n)

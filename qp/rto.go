@@ -120,9 +120,11 @@ const earlyMaxBytes = 32 << 10
 // the next (IBA 9.7.5.1.5); and asking again early makes the responder
 // send all of it once more, into the queue that delayed it.
 func (q *QP) earlyOK() bool {
-	// Selective repeat's early timeout resends two packets, not the
-	// flight (sr.go), so any flight may time out early.
-	if q.req.psn.Diff(q.comp.psn)*int(q.mtu) > earlyMaxBytes && !q.selective() {
+	if q.selective() {
+		// Selective repeat asks again for the READ's gaps alone too.
+		return true
+	}
+	if q.req.psn.Diff(q.comp.psn)*int(q.mtu) > earlyMaxBytes {
 		return false
 	}
 	return q.sq.head == q.sq.tail || q.sq.at(q.sq.head).wr.Opcode != WRRead

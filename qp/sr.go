@@ -95,6 +95,12 @@ type srState struct {
 	// high is one past the highest PSN the peer reported holding.
 	high     bth.PSN
 	haveHigh bool
+	// READ response packets placed ahead of comp.psn (rdHeldN of them,
+	// the highest one before rdHigh), and how far the gaps before them
+	// were asked for again (rdAsked).
+	rdHeld          psnBits
+	rdHeldN         int
+	rdHigh, rdAsked bth.PSN
 	// A loss recovery is under way until comp.psn reaches recoverEnd:
 	// congestion control hears of one loss per recovery, as TCP's
 	// (RFC 6675 5).
@@ -120,6 +126,7 @@ func (q *QP) srModified(mask AttrMask) {
 	}
 	if mask&AttrSQPSN != 0 {
 		q.sr.sacked, q.sr.resent, q.sr.sackedN, q.sr.sbase = psnBits{}, psnBits{}, 0, q.comp.psn
+		q.sr.rdHeld, q.sr.rdHeldN, q.sr.rdHigh, q.sr.rdAsked = psnBits{}, 0, q.comp.psn, q.comp.psn
 		q.sr.haveHigh, q.sr.recovering = false, false
 	}
 }
@@ -332,10 +339,14 @@ func (q *QP) srSync() {
 	}
 	if n >= bth.SACKWindow {
 		s.sacked, s.resent, s.sackedN = psnBits{}, psnBits{}, 0
+		s.rdHeld, s.rdHeldN = psnBits{}, 0
 	} else {
 		for p := s.sbase; p != q.comp.psn; p = p.Next() {
 			if s.sacked.clear(p) {
 				s.sackedN--
+			}
+			if s.rdHeld.clear(p) {
+				s.rdHeldN--
 			}
 			s.resent.clear(p)
 		}
@@ -426,7 +437,7 @@ func (q *QP) srRoom() bool {
 func (e *Engine) srTimeout(q *QP) {
 	s := q.sr
 	q.srSync()
-	s.resent = psnBits{}
+	s.resent, s.rdAsked = psnBits{}, q.comp.psn
 	if !q.req.psn.After(q.comp.psn) {
 		return
 	}
@@ -444,6 +455,21 @@ func (e *Engine) srTimeout(q *QP) {
 	}
 }
 
+// srWQE returns the WQE sent with PSN psn among those not yet completed,
+// or nil.
+func (q *QP) srWQE(psn bth.PSN) *sendWQE {
+	for i := q.sq.head; i != q.sq.tail; i++ {
+		c := q.sq.at(i)
+		if c.state == wqePosted || psn.Before(c.firstPSN) {
+			return nil
+		}
+		if !psn.After(c.lastPSN) {
+			return c
+		}
+	}
+	return nil
+}
+
 // srResend sends the request packet with PSN psn once more. A packet of a
 // READ, an atomic or a FLUSH is not resent alone: the QP goes back N, as
 // it would without selective repeat (once per gap unless the timer
@@ -451,28 +477,31 @@ func (e *Engine) srTimeout(q *QP) {
 // caller stops resending.
 func (e *Engine) srResend(q *QP, psn bth.PSN, timeout bool) bool {
 	s := q.sr
-	var w *sendWQE
-	for i := q.sq.head; i != q.sq.tail; i++ {
-		c := q.sq.at(i)
-		if c.state == wqePosted || psn.Before(c.firstPSN) {
-			break
-		}
-		if !psn.After(c.lastPSN) {
-			w = c
-			break
-		}
-	}
+	w := q.srWQE(psn)
 	if w == nil {
 		return true // answered meanwhile, or not sent
 	}
-	if op := w.wr.Opcode; op.isReadAtomic() || op.isExt() {
+	off := uint32(psn.Diff(w.firstPSN)) * uint32(q.mtu)
+	var readLen uint32
+	switch op := w.wr.Opcode; {
+	case op == WRRead:
+		// Ask again for the gap alone: up to the next response packet
+		// held, or the end.
+		end := psn.Next()
+		for !end.After(w.lastPSN) && !s.rdHeld.has(end) {
+			end = end.Next()
+		}
+		readLen = min(uint32(end.Diff(psn))*uint32(q.mtu), w.length-off)
+		if end.After(s.rdAsked) {
+			s.rdAsked = end
+		}
+	case op.isAtomic() || op.isExt():
 		if timeout || !q.comp.startedRetry {
 			e.goBackN(q)
 		}
 		return false
 	}
-	off := uint32(psn.Diff(w.firstPSN)) * uint32(q.mtu)
-	if lp, _, _, _ := e.buildRequest(q, w, psn, off, true); lp == nil {
+	if lp, _, _, _ := e.buildRequest(q, w, psn, off, readLen, true); lp == nil {
 		return false
 	}
 	s.resent.set(psn)
@@ -488,4 +517,102 @@ func (e *Engine) srResend(q *QP, psn bth.PSN, timeout bool) bool {
 	}
 	e.armRetrans(q, true, true, psn, psn)
 	return true
+}
+
+// srReadAhead places a READ response packet that came ahead of comp.psn,
+// after the checks it would meet in sequence, and asks again for the gaps
+// before it that it shows lost.
+func (e *Engine) srReadAhead(q *QP, w *sendWQE, p *bth.Packet, psn bth.PSN, op bth.Opcode) compState {
+	s := q.sr
+	q.srSync()
+	if op != bth.RCReadResponseMiddle && p.AETH().Syndrome().Kind() != bth.KindACK || !readFits(q, w, p, psn) {
+		q.Counters.Dropped++
+		return compDone
+	}
+	if !s.rdHeld.has(psn) {
+		scatter(w, uint32(psn.Diff(w.firstPSN))*uint32(q.mtu), p.Payload())
+		s.rdHeld.set(psn)
+		s.rdHeldN++
+		q.Counters.PlacedAhead++
+		if !psn.Before(s.rdHigh) {
+			s.rdHigh = psn.Next()
+		}
+	}
+	e.srReadGaps(q)
+	return compDone
+}
+
+// srReadGaps asks again for each gap in the READ responses that
+// srDupThresh packets held after it show lost, once per gap until a
+// timeout.
+func (e *Engine) srReadGaps(q *QP) {
+	s := q.sr
+	if s.rdAsked.Before(q.comp.psn) {
+		s.rdAsked = q.comp.psn
+	}
+	for p := s.rdAsked; s.rdHigh.Diff(p) > srDupThresh; p = p.Next() {
+		if s.rdHeld.has(p) {
+			continue
+		}
+		if w := q.srWQE(p); w == nil || w.wr.Opcode != WRRead {
+			continue // a WRITE's PSN is the SACKs' business
+		}
+		if !e.srResend(q, p, false) {
+			return
+		}
+		p = s.rdAsked.Add(-1) // past the gap asked for
+	}
+}
+
+// srReadCatchUp moves comp.psn past the READ response packets that came
+// ahead of it, now that the ones before them arrived, completing each READ
+// whose response that ends, and asks for the next gaps.
+func (e *Engine) srReadCatchUp(q *QP) {
+	s := q.sr
+	for q.sq.head != q.sq.tail {
+		w := q.sq.at(q.sq.head)
+		if w.state == wqePosted || w.wr.Opcode != WRRead || q.comp.psn.Before(w.firstPSN) ||
+			q.comp.psn.After(w.lastPSN) || !s.rdHeld.has(q.comp.psn) {
+			break
+		}
+		for !q.comp.psn.After(w.lastPSN) && s.rdHeld.clear(q.comp.psn) {
+			s.rdHeldN--
+			q.comp.psn = q.comp.psn.Next()
+			q.comp.opcode = bth.RCReadResponseMiddle
+		}
+		if !q.comp.psn.After(w.lastPSN) {
+			break
+		}
+		q.comp.opcode = opNone
+		q.completeSend(w)
+	}
+	if s.rdHeldN > 0 {
+		e.srReadGaps(q)
+	}
+}
+
+// srReplayRead answers a READ asked again under selective repeat: the
+// requester holds the rest of the responses, so the packets asked for go
+// out at once, and the responses in progress or owed after it carry on,
+// where go-back-N's retry starts them all again (oweResponse). What finds
+// no buffer is asked for again.
+func (e *Engine) srReplayRead(q *QP, res *resource, psn bth.PSN, va uint64, n uint32) {
+	e.flushAck(q)
+	var mr *MR
+	if n > 0 {
+		if mr = e.MRs.Lookup(res.rkey, q.cfg.PD, AccessRemoteRead); mr == nil {
+			return // deregistered since: the requester times out
+		}
+	}
+	first := psn == res.firstPSN
+	for sent := 0; sent < bth.SACKWindow; sent++ {
+		if !e.sendReadResponse(q, res, mr, psn, va, n, first) {
+			return
+		}
+		size := min(n, uint32(q.mtu))
+		first, psn, va, n = false, psn.Next(), va+uint64(size), n-size
+		if n == 0 {
+			return
+		}
+	}
 }

@@ -161,3 +161,50 @@ func BenchmarkSelectiveRepeat(b *testing.B) {
 	}
 	b.ReportMetric(float64(p.a.qp.Counters.SelectiveResends)/float64(b.N), "resends/op")
 }
+
+// TestSelectiveRepeatReadResendsOnlyLost: a bulk READ flow over random
+// drops both ways. Under selective repeat the requester places response
+// packets that come ahead of a gap and asks again for the gap alone, so
+// the responder sends about one extra response packet per one dropped;
+// under go-back-N it sends the READ's tail again.
+func TestSelectiveRepeatReadResendsOnlyLost(t *testing.T) {
+	const n, size, mtu = 64, 64 << 10, 1024
+	ratio := map[RetransFlags]float64{}
+	for _, mode := range []RetransFlags{0, RetransSelective} {
+		p := newPair(t, pairConfig{mtu: mtu, faults: netem.Faults{Drop: 0.02, Delay: 10 * time.Microsecond}, seed: 17, retry: 7, rnrRetry: 7, mem: 1 << 20, retrans: mode})
+		fill(p.b.mem, 9)
+		var wcs []Completion
+		posted := 0
+		p.run(func() bool {
+			for posted < n && posted-len(wcs) < 8 {
+				off := (posted * size) % (len(p.a.mem) - size + 1)
+				wr := SendWR{ID: uint64(posted), Opcode: WRRead, Flags: FlagSignaled, SGL: []SGE{p.a.sge(off, size)}, RemoteAddr: memBase + uint64(off), RKey: p.b.mr.RKey}
+				if err := p.a.qp.PostSend(p.now, &wr); err != nil {
+					t.Fatal(err)
+				}
+				posted++
+			}
+			k := p.a.scq.Poll(p.a.wc[:])
+			wcs = append(wcs, p.a.wc[:k]...)
+			return len(wcs) == n
+		})
+		for i, wc := range wcs {
+			if wc.Status != WCSuccess || wc.WRID != uint64(i) || wc.ByteLen != size {
+				t.Fatalf("mode %#x: completion %d: %+v", mode, i, wc)
+			}
+		}
+		if !bytes.Equal(p.a.mem, p.b.mem) {
+			t.Fatalf("mode %#x: the READs' data differs", mode)
+		}
+		extra := p.b.qp.Counters.TxPackets - n*size/mtu
+		dropped := p.b.l.FaultStats().Dropped
+		ratio[mode] = float64(extra) / float64(dropped)
+		t.Logf("mode %#x: %d responses dropped, %d sent again (%.2f), %d READs asked again, %d placed ahead", mode, dropped, extra, ratio[mode], p.a.qp.Counters.Retransmits, p.a.qp.Counters.PlacedAhead)
+	}
+	if ratio[RetransSelective] > 1.5 {
+		t.Errorf("selective repeat sent %.2f responses again per one dropped, want at most 1.5", ratio[RetransSelective])
+	}
+	if ratio[0] < 3*ratio[RetransSelective] {
+		t.Errorf("go-back-N %.2f, selective repeat %.2f: no gain", ratio[0], ratio[RetransSelective])
+	}
+}
