@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -399,3 +400,45 @@ func AddVeth(a, b *NS, na, nb string, mtu int) (Veth, Veth, error) {
 
 // Assign adds an address to the interface (AddAddr without a test).
 func (v Veth) Assign(p netip.Prefix) error { return v.addAddr(p) }
+
+// UDPStats returns the namespace's UDP counters by name, the "Udp:" rows
+// of its /proc/net/snmp (InDatagrams, RcvbufErrors, SndbufErrors, ...):
+// where the kernel dropped what a test sent.
+func (n *NS) UDPStats() (map[string]uint64, error) {
+	var st map[string]uint64
+	err := n.Do(func() error {
+		// thread-self: the namespace of this (locked) thread, not of
+		// the process's main thread.
+		b, err := os.ReadFile("/proc/thread-self/net/snmp")
+		if err != nil {
+			return err
+		}
+		st = ParseSNMP(b, "Udp:")
+		return nil
+	})
+	return st, err
+}
+
+// ParseSNMP returns the counters of one protocol's rows ("Udp:", "Ip:")
+// of a /proc/net/snmp: a row of names, then a row of values.
+func ParseSNMP(b []byte, proto string) map[string]uint64 {
+	st := map[string]uint64{}
+	var names []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] != proto {
+			continue
+		}
+		if names == nil {
+			names = f
+			continue
+		}
+		for i, name := range names[1:] {
+			if i+1 < len(f) {
+				st[name], _ = strconv.ParseUint(f[i+1], 10, 64)
+			}
+		}
+		break
+	}
+	return st
+}

@@ -79,3 +79,15 @@ func TestPairPingUDP(t *testing.T) {
 		}
 	}
 }
+
+// TestParseSNMP reads a /proc/net/snmp's UDP rows by name.
+func TestParseSNMP(t *testing.T) {
+	b := []byte("Ip: Forwarding DefaultTTL\nIp: 1 64\nUdp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors\nUdp: 120 3 7 99 5 2\nUdpLite: InDatagrams\nUdpLite: 0\n")
+	st := netns.ParseSNMP(b, "Udp:")
+	if st["InDatagrams"] != 120 || st["RcvbufErrors"] != 5 || st["SndbufErrors"] != 2 || len(st) != 6 {
+		t.Errorf("Udp: %v", st)
+	}
+	if ip := netns.ParseSNMP(b, "Ip:"); ip["DefaultTTL"] != 64 {
+		t.Errorf("Ip: %v", ip)
+	}
+}

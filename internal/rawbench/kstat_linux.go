@@ -34,35 +34,9 @@ func ReadKStats(v netns.Veth) KStats {
 		}
 		f.Close()
 	}
-	v.NS.Do(func() error {
-		// thread-self: the namespace of this (locked) thread, not of
-		// the process's main thread.
-		b, err := os.ReadFile("/proc/thread-self/net/snmp")
-		if err != nil {
-			return err
-		}
-		var names []string
-		for _, line := range strings.Split(string(b), "\n") {
-			fs := strings.Fields(line)
-			if len(fs) == 0 || fs[0] != "Udp:" {
-				continue
-			}
-			if names == nil {
-				names = fs
-				continue
-			}
-			for i, x := range fs {
-				n, _ := strconv.ParseUint(x, 10, 64)
-				switch names[i] {
-				case "RcvbufErrors":
-					k.UDPRcvbuf = n
-				case "InDatagrams":
-					k.UDPIn = n
-				}
-			}
-		}
-		return nil
-	})
+	if st, err := v.NS.UDPStats(); err == nil {
+		k.UDPRcvbuf, k.UDPIn = st["RcvbufErrors"], st["InDatagrams"]
+	}
 	return k
 }
 

@@ -280,23 +280,11 @@ func (db *dumbbell) hostDrops(t *testing.T) int64 {
 		}
 	}
 	for _, ns := range db.hosts {
-		var names []string
-		for _, line := range strings.Split(run(t, ns, "cat", "/proc/net/snmp"), "\n") {
-			f := strings.Fields(line)
-			if len(f) == 0 || f[0] != "Udp:" {
-				continue
-			}
-			if names == nil {
-				names = f
-				continue
-			}
-			for i, name := range names {
-				if (name == "RcvbufErrors" || name == "SndbufErrors") && i < len(f) {
-					v, _ := strconv.ParseInt(f[i], 10, 64)
-					n += v
-				}
-			}
+		st, err := ns.UDPStats()
+		if err != nil {
+			t.Fatal(err)
 		}
+		n += int64(st["RcvbufErrors"] + st["SndbufErrors"])
 	}
 	return n
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 	"os/exec"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -203,23 +202,11 @@ func (tp *topo) pathDrops(t *testing.T) pathDrops {
 	t.Helper()
 	var d pathDrops
 	for _, ns := range []*netns.NS{tp.reqNS, tp.respNS} {
-		var names []string
-		for _, line := range strings.Split(run(t, ns, "", "cat", "/proc/net/snmp"), "\n") {
-			f := strings.Fields(line)
-			if len(f) == 0 || f[0] != "Udp:" {
-				continue
-			}
-			if names == nil {
-				names = f
-				continue
-			}
-			for i, name := range names {
-				if (name == "RcvbufErrors" || name == "SndbufErrors") && i < len(f) {
-					v, _ := strconv.ParseUint(f[i], 10, 64)
-					d.udp += v
-				}
-			}
+		st, err := ns.UDPStats()
+		if err != nil {
+			t.Fatal(err)
 		}
+		d.udp += st["RcvbufErrors"] + st["SndbufErrors"]
 	}
 	for _, v := range tp.veths {
 		l, err := v.NS.Netlink().LinkByIndex(v.Index)

@@ -6,10 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
-	"os"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -181,33 +178,11 @@ func (n *floodNet) flood(t testing.TB, pkts [][]byte, perSec int, stop <-chan st
 // the sender's tx_dropped).
 func (n *floodNet) kernelDrops(t testing.TB) uint64 {
 	var d uint64
-	err := n.v.Do(func() error {
-		b, err := os.ReadFile("/proc/net/snmp")
-		if err != nil {
-			return err
-		}
-		var names []string
-		for _, line := range strings.Split(string(b), "\n") {
-			f := strings.Fields(line)
-			if len(f) == 0 || f[0] != "Udp:" {
-				continue
-			}
-			if names == nil {
-				names = f
-				continue
-			}
-			for i, name := range names {
-				if name == "RcvbufErrors" && i < len(f) {
-					v, _ := strconv.ParseUint(f[i], 10, 64)
-					d += v
-				}
-			}
-		}
-		return nil
-	})
+	st, err := n.v.UDPStats()
 	if err != nil {
 		t.Fatal(err)
 	}
+	d += st["RcvbufErrors"]
 	for _, v := range n.path {
 		l, err := v.NS.Netlink().LinkByIndex(v.Index)
 		if err != nil {
