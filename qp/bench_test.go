@@ -53,22 +53,28 @@ func BenchmarkBandwidth(b *testing.B) {
 				p := newPair(b, pairConfig{mtu: 4096, retry: 7, rnrRetry: 7, mem: 1 << 17})
 				wr := SendWR{Opcode: op, Flags: FlagSignaled, SGL: []SGE{p.a.sge(0, size)}, RemoteAddr: memBase + 65536, RKey: p.b.mr.RKey}
 				b.SetBytes(int64(size))
-				b.ReportAllocs()
-				inflight := 0
-				for b.Loop() {
-					for inflight >= 32 {
-						if !p.step() && !p.advance() {
-							b.Fatal("quiet")
-						}
-						inflight -= p.a.scq.Poll(p.a.wc[:])
-					}
-					if err := p.a.qp.PostSend(p.now, &wr); err != nil {
-						b.Fatal(err)
-					}
-					inflight++
-				}
+				benchFlight(b, p, &wr, 32)
 			})
 		}
+	}
+}
+
+// benchFlight posts wr once per iteration with at most depth in flight,
+// one completion each, and reports allocations.
+func benchFlight(b *testing.B, p *pair, wr *SendWR, depth int) {
+	b.ReportAllocs()
+	inflight := 0
+	for b.Loop() {
+		for inflight >= depth {
+			if !p.step() && !p.advance() {
+				b.Fatal("quiet")
+			}
+			inflight -= p.a.scq.Poll(p.a.wc[:])
+		}
+		if err := p.a.qp.PostSend(p.now, wr); err != nil {
+			b.Fatal(err)
+		}
+		inflight++
 	}
 }
 

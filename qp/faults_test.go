@@ -37,29 +37,16 @@ type plannedWR struct {
 // checks: every signaled WR completes exactly once, in order, with
 // success; every byte lands; no atomic executes twice; no receive buffer
 // is written beyond the message.
-func TestFaultProperties(t *testing.T) {
-	runs := 300
-	if testing.Short() {
-		runs = 30
-	}
-	for ci, fc := range faultCases {
-		t.Run(fc.name, func(t *testing.T) {
-			t.Parallel()
-			for i := range runs {
-				seed := uint64(ci)<<32 | uint64(i)
-				runRandomSequence(t, fc.f, seed, 0)
-				if t.Failed() {
-					t.Fatalf("seed %#x", seed)
-				}
-			}
-		})
-	}
-}
+func TestFaultProperties(t *testing.T) { runFaultCases(t, 0) }
 
 // TestFaultPropertiesSelective holds selective repeat (sr.go) to the same
-// properties over the same faults: WRITE packets placed ahead of a gap
-// must land once, where they belong, and complete in order.
-func TestFaultPropertiesSelective(t *testing.T) {
+// properties over the same faults: packets placed ahead of a gap must
+// land once, where they belong, and complete in order.
+func TestFaultPropertiesSelective(t *testing.T) { runFaultCases(t, RetransSelective) }
+
+// runFaultCases runs random WR sequences over each fault case with the
+// QPs' retransmission flags, each mode on its own seeds.
+func runFaultCases(t *testing.T, retrans RetransFlags) {
 	runs := 300
 	if testing.Short() {
 		runs = 30
@@ -68,8 +55,8 @@ func TestFaultPropertiesSelective(t *testing.T) {
 		t.Run(fc.name, func(t *testing.T) {
 			t.Parallel()
 			for i := range runs {
-				seed := uint64(ci)<<32 | uint64(i) | 1<<48
-				runRandomSequence(t, fc.f, seed, RetransSelective)
+				seed := uint64(ci)<<32 | uint64(i) | uint64(retrans)<<48
+				runRandomSequence(t, fc.f, seed, retrans)
 				if t.Failed() {
 					t.Fatalf("seed %#x", seed)
 				}

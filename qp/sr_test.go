@@ -9,17 +9,17 @@ import (
 	"github.com/uroce/uroce/pkg/netem"
 )
 
-// writeBulk posts n WRITEs of size bytes from a to b, at most depth in
-// flight, and runs the pair until all complete; it returns the send
-// completions.
-func writeBulk(t testing.TB, p *pair, n, size, depth int) []Completion {
+// bulk posts n WRITEs or READs of size bytes between a's and b's regions
+// at the same offsets, at most depth in flight, and runs the pair until
+// all complete; it returns the send completions.
+func bulk(t testing.TB, p *pair, op WROpcode, n, size, depth int) []Completion {
 	t.Helper()
 	var wcs []Completion
 	posted := 0
 	p.run(func() bool {
 		for posted < n && posted-len(wcs) < depth {
 			off := (posted * size) % (len(p.a.mem) - size + 1)
-			wr := SendWR{ID: uint64(posted), Opcode: WRWrite, Flags: FlagSignaled, SGL: []SGE{p.a.sge(off, size)}, RemoteAddr: memBase + uint64(off), RKey: p.b.mr.RKey}
+			wr := SendWR{ID: uint64(posted), Opcode: op, Flags: FlagSignaled, SGL: []SGE{p.a.sge(off, size)}, RemoteAddr: memBase + uint64(off), RKey: p.b.mr.RKey}
 			if err := p.a.qp.PostSend(p.now, &wr); err != nil {
 				t.Fatal(err)
 			}
@@ -42,7 +42,7 @@ func TestSelectiveRepeatResendsOnlyLost(t *testing.T) {
 		for _, mode := range []RetransFlags{0, RetransSelective} {
 			p := newPair(t, pairConfig{mtu: 1024, faults: netem.Faults{Drop: drop, Delay: 10 * time.Microsecond}, seed: 11, retry: 7, rnrRetry: 7, mem: 1 << 20, retrans: mode})
 			fill(p.a.mem, 3)
-			wcs := writeBulk(t, p, 64, 64<<10, 8)
+			wcs := bulk(t, p, WRWrite, 64, 64<<10, 8)
 			for i, wc := range wcs {
 				if wc.Status != WCSuccess || wc.WRID != uint64(i) {
 					t.Fatalf("drop %v, mode %v: completion %d: %+v", drop, mode, i, wc)
@@ -145,20 +145,7 @@ func BenchmarkSelectiveRepeat(b *testing.B) {
 	p := newPair(b, pairConfig{mtu: 4096, faults: netem.Faults{Drop: 0.02}, seed: 9, retry: 7, rnrRetry: 7, mem: 1 << 17, retrans: RetransSelective})
 	wr := SendWR{Opcode: WRWrite, Flags: FlagSignaled, SGL: []SGE{p.a.sge(0, 65536)}, RemoteAddr: memBase + 65536, RKey: p.b.mr.RKey}
 	b.SetBytes(65536)
-	b.ReportAllocs()
-	inflight := 0
-	for b.Loop() {
-		for inflight >= 8 {
-			if !p.step() && !p.advance() {
-				b.Fatal("quiet")
-			}
-			inflight -= p.a.scq.Poll(p.a.wc[:])
-		}
-		if err := p.a.qp.PostSend(p.now, &wr); err != nil {
-			b.Fatal(err)
-		}
-		inflight++
-	}
+	benchFlight(b, p, &wr, 8)
 	b.ReportMetric(float64(p.a.qp.Counters.SelectiveResends)/float64(b.N), "resends/op")
 }
 
@@ -173,21 +160,7 @@ func TestSelectiveRepeatReadResendsOnlyLost(t *testing.T) {
 	for _, mode := range []RetransFlags{0, RetransSelective} {
 		p := newPair(t, pairConfig{mtu: mtu, faults: netem.Faults{Drop: 0.02, Delay: 10 * time.Microsecond}, seed: 17, retry: 7, rnrRetry: 7, mem: 1 << 20, retrans: mode})
 		fill(p.b.mem, 9)
-		var wcs []Completion
-		posted := 0
-		p.run(func() bool {
-			for posted < n && posted-len(wcs) < 8 {
-				off := (posted * size) % (len(p.a.mem) - size + 1)
-				wr := SendWR{ID: uint64(posted), Opcode: WRRead, Flags: FlagSignaled, SGL: []SGE{p.a.sge(off, size)}, RemoteAddr: memBase + uint64(off), RKey: p.b.mr.RKey}
-				if err := p.a.qp.PostSend(p.now, &wr); err != nil {
-					t.Fatal(err)
-				}
-				posted++
-			}
-			k := p.a.scq.Poll(p.a.wc[:])
-			wcs = append(wcs, p.a.wc[:k]...)
-			return len(wcs) == n
-		})
+		wcs := bulk(t, p, WRRead, n, size, 8)
 		for i, wc := range wcs {
 			if wc.Status != WCSuccess || wc.WRID != uint64(i) || wc.ByteLen != size {
 				t.Fatalf("mode %#x: completion %d: %+v", mode, i, wc)
