@@ -41,7 +41,11 @@ func openGSI(dev *verbs.Device) (_ transport, err error) {
 			g.release()
 		}
 	}()
-	if g.mr, err = g.pd.AllocMR(gsiRecvs*gsiSlot, verbs.AccessLocalWrite); err != nil {
+	// Go memory, not AllocMR's mapping: the receive goroutine may still
+	// copy out of a slot while the device closes, and Close unmaps what
+	// AllocMR mapped (a fault under the copy, seen in pkg/rsocket's
+	// tests under -race); Go memory stays valid while it is referenced.
+	if g.mr, err = g.pd.RegMR(make([]byte, gsiRecvs*gsiSlot), verbs.AccessLocalWrite); err != nil {
 		return nil, fmt.Errorf("GSI QP: %w", err)
 	}
 	// Sends are inline (the MAD is copied at post time) and unsignaled:
