@@ -114,11 +114,14 @@ const earlyMaxBytes = 32 << 10
 
 // earlyOK reports whether q may retransmit before the IBA timeout: a few
 // requests unanswered, the latency-bound case that the fixed timer turns
-// into a tail of tens of milliseconds, and no READ first in line. A READ's
-// response comes as the responder and the queues before it let it, not at
-// the pace of ACKs; a lost packet of it is found by the implicit NAK of
-// the next (IBA 9.7.5.1.5); and asking again early makes the responder
-// send all of it once more, into the queue that delayed it.
+// into a tail of tens of milliseconds, and no large READ first in line. A
+// READ's response comes as the responder and the queues before it let it,
+// not at the pace of ACKs; a lost packet of it is found by the implicit
+// NAK of the next (IBA 9.7.5.1.5); and asking again early makes the
+// responder send all of it once more, into the queue that delayed it. A
+// READ of no more than the bytes a flight may have unanswered costs no
+// more asked twice: rping's 1000-byte READ, whose loss otherwise waited
+// out the IBA timer (TestLabLossRping).
 func (q *QP) earlyOK() bool {
 	if q.selective() {
 		// Selective repeat asks again for the READ's gaps alone too.
@@ -127,7 +130,11 @@ func (q *QP) earlyOK() bool {
 	if q.req.psn.Diff(q.comp.psn)*int(q.mtu) > earlyMaxBytes {
 		return false
 	}
-	return q.sq.head == q.sq.tail || q.sq.at(q.sq.head).wr.Opcode != WRRead
+	if q.sq.head == q.sq.tail {
+		return true
+	}
+	w := q.sq.at(q.sq.head)
+	return w.wr.Opcode != WRRead || w.length <= earlyMaxBytes
 }
 
 // adaptive reports whether q retransmits on its RTO: not asked for the

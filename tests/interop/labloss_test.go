@@ -48,14 +48,7 @@ func TestLabLoss(t *testing.T) {
 	if os.Getenv("UROCE_LABLOSS") == "" {
 		t.Skip("the lab loss benchmark (uroce against rxe under loss, a TCG guest, minutes) runs only with UROCE_LABLOSS=1")
 	}
-	pct := 2
-	if s := os.Getenv("UROCE_LABLOSS_PCT"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > 50 {
-			t.Fatalf("UROCE_LABLOSS_PCT=%q: want a percentage from 1 to 50", s)
-		}
-		pct = n
-	}
+	pct := labLossPct(t)
 	l := lab.New(t, lab.Config{})
 	bin := buildOnce(t, "github.com/uroce/uroce/cmd/uroce-perf")
 	g := l.Boot(lab.GuestConfig{})[0]
@@ -83,6 +76,99 @@ func TestLabLoss(t *testing.T) {
 		}
 	}
 	t.Logf("lab loss benchmark:\n%s", b.String())
+}
+
+// labLossPct is UROCE_LABLOSS_PCT, the lab loss benchmarks' drop
+// percentage (default 2).
+func labLossPct(t *testing.T) int {
+	pct := 2
+	if s := os.Getenv("UROCE_LABLOSS_PCT"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 50 {
+			t.Fatalf("UROCE_LABLOSS_PCT=%q: want a percentage from 1 to 50", s)
+		}
+		pct = n
+	}
+	return pct
+}
+
+// TestLabLossRping times rping -C 200 -S 1000 (SEND, RDMA READ and RDMA
+// WRITE per ping, each validated) between uroce's examples/rping and
+// rping on rxe, uroce as client and as server, clean and while the bridge
+// drops a share of the RoCE packets both ways, or of uroce's requests
+// only: the whole run's time against the clean run's (issue 13 asks for
+// at most 3x at 2 %). Packets rxe sends and uroce's ACKs of them, when
+// dropped, wait out rxe's own fixed timer whatever uroce does.
+//
+//	UROCE_LABLOSS=1 go test -count=1 -run TestLabLossRping -v ./tests/interop
+func TestLabLossRping(t *testing.T) {
+	if os.Getenv("UROCE_LABLOSS") == "" {
+		t.Skip("the lab loss benchmark (uroce against rxe under loss, a TCG guest, minutes) runs only with UROCE_LABLOSS=1")
+	}
+	pct := labLossPct(t)
+	l := lab.New(t, lab.Config{})
+	bin := buildExample(t, "rping")
+	g := l.Boot(lab.GuestConfig{})[0]
+	growTapQueues(t, l)
+	const count, size = 200, 1000
+	peer := lab.PeerAddr.Addr().String()
+	var b strings.Builder
+	fmt.Fprintf(&b, "rping -C %d -S %d against rping on rxe (one TCG guest), %d %% of RoCE packets dropped on the bridge:\n\n", count, size, pct)
+	b.WriteString("| uroce | drop | seconds | ÷ clean | dropped |\n|---|---|---|---|---|\n")
+	for _, uroceClient := range []bool{true, false} {
+		name := "uroce-server"
+		if uroceClient {
+			name = "uroce-client"
+		}
+		var clean time.Duration
+		for _, drop := range []string{"", "both", "uroce"} {
+			f := facing{prog: "rping", bin: bin, uroceClient: uroceClient, cmPort: rpingPort, uroceReady: "listening on port"}
+			if uroceClient {
+				f.guestCmd = fmt.Sprintf("rping -s -a %v -V -C %d -S %d", g.Addr, count, size)
+				f.uroceArgs = []string{"-c", "-d", "-timeout", "4m", "-I", peer, "-a", g.Addr.String(), "-V", "-C", fmt.Sprint(count), "-S", fmt.Sprint(size)}
+			} else {
+				f.guestCmd = fmt.Sprintf("rping -c -a %s -V -C %d -S %d", peer, count, size)
+				f.uroceArgs = []string{"-s", "-d", "-timeout", "4m", "-a", peer, "-S", fmt.Sprint(size)}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			var d *lab.Dropper
+			var err error
+			switch drop {
+			case "both":
+				d, err = l.DropRoCE(ctx, pct)
+			case "uroce":
+				d, err = l.DropRoCERequestsFrom(ctx, pct, lab.PeerAddr.Addr())
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			cancel()
+			start := time.Now()
+			res := f.run(t, l, g)
+			took := time.Since(start)
+			// A context of its own: the run may outlast the first.
+			ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
+			var dropped uint64
+			if d != nil {
+				if dropped, err = d.Dropped(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if err := d.Remove(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cancel()
+			res.checkEnds(t, f)
+			if strings.Contains(res.guest.Stderr+res.uroce, "data mismatch") {
+				t.Errorf("%s, drop %q: validation failed", name, drop)
+			}
+			if drop == "" {
+				clean = took
+			}
+			fmt.Fprintf(&b, "| %s | %s | %.1f | %.1f | %d |\n", name, drop, took.Seconds(), took.Seconds()/clean.Seconds(), dropped)
+		}
+	}
+	t.Log(b.String())
 }
 
 // lossCell runs c under r and returns uroce-perf's t_typical, t_99 and
