@@ -45,14 +45,8 @@ var lossRuns = []lossRun{
 //
 // UROCE_LABLOSS_PCT sets the drop percentage (default 2).
 func TestLabLoss(t *testing.T) {
-	if os.Getenv("UROCE_LABLOSS") == "" {
-		t.Skip("the lab loss benchmark (uroce against rxe under loss, a TCG guest, minutes) runs only with UROCE_LABLOSS=1")
-	}
-	pct := labLossPct(t)
-	l := lab.New(t, lab.Config{})
+	pct, l, g := labLossGuest(t)
 	bin := buildOnce(t, "github.com/uroce/uroce/cmd/uroce-perf")
-	g := l.Boot(lab.GuestConfig{})[0]
-	growTapQueues(t, l)
 
 	var b strings.Builder
 	fmt.Fprintf(&b, "uroce-perf against perftest on rxe (one TCG guest), %d %% of RoCE packets dropped on the bridge:\n\n", pct)
@@ -78,9 +72,13 @@ func TestLabLoss(t *testing.T) {
 	t.Logf("lab loss benchmark:\n%s", b.String())
 }
 
-// labLossPct is UROCE_LABLOSS_PCT, the lab loss benchmarks' drop
-// percentage (default 2).
-func labLossPct(t *testing.T) int {
+// labLossGuest skips unless UROCE_LABLOSS is set, and boots the lab loss
+// benchmarks' one rxe guest; it returns their drop percentage,
+// UROCE_LABLOSS_PCT (default 2).
+func labLossGuest(t *testing.T) (int, *lab.Lab, *lab.Guest) {
+	if os.Getenv("UROCE_LABLOSS") == "" {
+		t.Skip("the lab loss benchmark (uroce against rxe under loss, a TCG guest, minutes) runs only with UROCE_LABLOSS=1")
+	}
 	pct := 2
 	if s := os.Getenv("UROCE_LABLOSS_PCT"); s != "" {
 		n, err := strconv.Atoi(s)
@@ -89,7 +87,10 @@ func labLossPct(t *testing.T) int {
 		}
 		pct = n
 	}
-	return pct
+	l := lab.New(t, lab.Config{})
+	g := l.Boot(lab.GuestConfig{})[0]
+	growTapQueues(t, l)
+	return pct, l, g
 }
 
 // TestLabLossRping times rping -C 200 -S 1000 (SEND, RDMA READ and RDMA
@@ -102,14 +103,8 @@ func labLossPct(t *testing.T) int {
 //
 //	UROCE_LABLOSS=1 go test -count=1 -run TestLabLossRping -v ./tests/interop
 func TestLabLossRping(t *testing.T) {
-	if os.Getenv("UROCE_LABLOSS") == "" {
-		t.Skip("the lab loss benchmark (uroce against rxe under loss, a TCG guest, minutes) runs only with UROCE_LABLOSS=1")
-	}
-	pct := labLossPct(t)
-	l := lab.New(t, lab.Config{})
+	pct, l, g := labLossGuest(t)
 	bin := buildExample(t, "rping")
-	g := l.Boot(lab.GuestConfig{})[0]
-	growTapQueues(t, l)
 	const count, size = 200, 1000
 	peer := lab.PeerAddr.Addr().String()
 	var b strings.Builder
