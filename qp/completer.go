@@ -75,6 +75,7 @@ func (e *Engine) completeOp(q *QP, p *bth.Packet, op bth.Opcode) {
 	for {
 		switch state {
 		case compGetWQE:
+			q.retireLocal()
 			if q.sq.head == q.sq.tail || q.sq.at(q.sq.head).state == wqePosted {
 				// Nothing is waiting for a response: a stale or
 				// duplicate packet, or the rest of a coalesced ACK.
@@ -131,6 +132,7 @@ func (e *Engine) completeOp(q *QP, p *bth.Packet, op bth.Opcode) {
 				q.comp.opcode = opNone
 			}
 			q.completeSend(w)
+			q.retireLocal()
 			progress = true
 			e.schedule(q) // credits, fence or window may have opened
 			if state == compCompWQE {

@@ -61,6 +61,10 @@ func fuzzResponder(f *testing.F, retrans RetransFlags) {
 	seed(bth.RCAtomicWrite, bth.PacketFields{RETH: bth.RETHFields{VA: ctxMemBase + 24, RKey: key, DMALen: 8}}, make([]byte, 8))
 	seed(bth.RCAtomicWrite, bth.PacketFields{RETH: bth.RETHFields{VA: ctxMemBase + 4092, RKey: key, DMALen: 8}}, make([]byte, 8))
 	seed(bth.RCAtomicWrite, bth.PacketFields{RETH: bth.RETHFields{VA: ctxMemBase + 0x10000, RKey: roKey, DMALen: 8}}, make([]byte, 8))
+	// SEND with invalidate of a registered region's key: the receive
+	// fails and the QP goes to ERR (class J); of no key, likewise.
+	seed(bth.RCSendOnlyInvalidate, bth.PacketFields{IETH: key}, []byte("inv"))
+	seed(bth.RCSendLastInvalidate, bth.PacketFields{IETH: 0x12345678}, make([]byte, 4))
 	if retrans&RetransSelective != 0 {
 		// A WRITE LAST with its placement header, in sequence and
 		// ahead of it, Placeable or not.

@@ -2,6 +2,7 @@ package qp
 
 import (
 	"fmt"
+	"sync/atomic"
 )
 
 // Access is a set of memory region and QP access flags (ibv_access_flags).
@@ -37,6 +38,16 @@ type MR struct {
 	Access Access
 	PD     uint32
 	valid  bool
+
+	// A fast-registration region (mw.go) is free until a REG_MR makes
+	// it valid: fast, at most maxLen bytes, its next key in next.
+	fast   bool
+	maxLen int
+	next   atomic.Uint32
+	// win is the window a bound window's view belongs to (mw.go); nmw
+	// counts the windows bound to this region.
+	win *MW
+	nmw int
 }
 
 // slice returns the bytes at [va, va+n) if they lie inside the region.
@@ -72,7 +83,8 @@ type MRTable struct {
 }
 
 type mrSlot struct {
-	mr  *MR
+	mr  *MR // a region, or a bound window's view of one
+	mw  *MW // the window the slot holds, bound or not
 	key uint32
 	gen uint16
 }
@@ -88,7 +100,7 @@ func (t *MRTable) Register(pd uint32, buf []byte, addr uint64, access Access) (*
 		// make persistent.
 		return nil, fmt.Errorf("register: %w: persistent flush access needs persistent memory", ErrBadMR)
 	}
-	if access&^accessAll != 0 {
+	if access&^(accessAll|AccessMWBind) != 0 {
 		return nil, fmt.Errorf("register: %w: unknown access flags %#x", ErrBadMR, uint32(access))
 	}
 	if access&(AccessRemoteWrite|AccessRemoteAtomic) != 0 && access&AccessLocalWrite == 0 {
@@ -97,37 +109,13 @@ func (t *MRTable) Register(pd uint32, buf []byte, addr uint64, access Access) (*
 	if addr+uint64(len(buf)) < addr {
 		return nil, fmt.Errorf("register: %w: region wraps the address space", ErrBadMR)
 	}
-	if !t.keyed {
-		t.keys, t.keyed = randomKeyCipher(), true
-	}
-	var idx uint32
-	if t.freeHead < len(t.free) {
-		idx = t.free[t.freeHead]
-		t.freeHead++
-		if t.freeHead == len(t.free) {
-			t.free, t.freeHead = t.free[:0], 0
-		}
-	} else {
-		if len(t.slots) >= maxMRSlots {
-			return nil, fmt.Errorf("register: %w: table full", ErrBusy)
-		}
-		// Slot 0 is never used, so a key decrypting to it never
-		// names a region.
-		if len(t.slots) == 0 {
-			t.slots = append(t.slots, mrSlot{})
-		}
-		idx = uint32(len(t.slots))
-		t.slots = append(t.slots, mrSlot{})
+	idx, err := t.newSlot()
+	if err != nil {
+		return nil, fmt.Errorf("register: %w", err)
 	}
 	s := &t.slots[idx]
-	s.gen = (s.gen + 1) & keyGenMask
-	key := t.keys.encrypt(idx<<keyGenBits | uint32(s.gen))
-	if key == 0 {
-		// Key 0 is a zero-length READ's R_Key (C9-88) and must name
-		// nothing: one slot generation in 2^32 skips ahead.
-		s.gen = (s.gen + 1) & keyGenMask
-		key = t.keys.encrypt(idx<<keyGenBits | uint32(s.gen))
-	}
+	key, gen := t.nextKey(idx, s.gen)
+	s.gen = gen
 	m := &MR{Buf: buf, Addr: addr, LKey: key, RKey: key, Access: access, PD: pd, valid: true}
 	s.mr, s.key = m, key
 	t.recent[uint8(key)] = idx
@@ -137,20 +125,17 @@ func (t *MRTable) Register(pd uint32, buf []byte, addr uint64, access Access) (*
 // Deregister removes a region; its keys stop working at once. It returns
 // ErrNoMR for an unknown key.
 func (t *MRTable) Deregister(key uint32) error {
-	m := t.lookup(key)
-	if m == nil {
+	s, idx := t.slotOf(key)
+	if s == nil || s.mr == nil || s.mw != nil {
 		return fmt.Errorf("deregister %#x: %w", key, ErrNoMR)
 	}
-	m.valid = false
-	idx := t.keys.decrypt(key) >> keyGenBits
-	t.slots[idx].mr, t.slots[idx].key = nil, 0
-	if t.freeHead > 0 && 2*t.freeHead >= len(t.free) {
-		// Half the list is spent: move the rest down rather than
-		// let append grow it.
-		n := copy(t.free, t.free[t.freeHead:])
-		t.free, t.freeHead = t.free[:n], 0
+	m := s.mr
+	if m.nmw > 0 {
+		// rxe refuses too: the windows would point at nothing.
+		return fmt.Errorf("deregister %#x: %w: %d windows bound to it", key, ErrBusy, m.nmw)
 	}
-	t.free = append(t.free, idx)
+	m.valid = false
+	t.freeSlot(idx)
 	return nil
 }
 
@@ -176,11 +161,27 @@ func (t *MRTable) lookup(key uint32) *MR {
 	return s.mr
 }
 
-// Lookup returns the region of a key if it belongs to pd and allows every
-// flag in need, or nil (rxe's lookup_mr).
+// Lookup returns the region of a local key if it is valid, belongs to pd
+// and allows every flag in need, or nil (rxe's lookup_mr). A window's key
+// is no local key (IBA 10.6.7).
 func (t *MRTable) Lookup(key, pd uint32, need Access) *MR {
 	m := t.lookup(key)
-	if m == nil || m.PD != pd || m.Access&need != need {
+	if m == nil || !m.valid || m.win != nil || m.PD != pd || m.Access&need != need {
+		return nil
+	}
+	return m
+}
+
+// LookupRemote returns what a request's R_Key reaches on QP qpn of pd: a
+// valid region, or a bound window's view of one, that allows every flag
+// in need (rxe's lookup_mr and rxe_lookup_mw). A type 2 window answers
+// only the QP it is bound to.
+func (t *MRTable) LookupRemote(key, pd, qpn uint32, need Access) *MR {
+	m := t.lookup(key)
+	if m == nil || !m.valid || m.PD != pd || m.Access&need != need {
+		return nil
+	}
+	if w := m.win; w != nil && w.Type == MWType2 && w.qpn != qpn {
 		return nil
 	}
 	return m

@@ -38,6 +38,7 @@ const (
 	wqePosted     wqeState = iota // not started, or to be restarted
 	wqeProcessing                 // some packets sent
 	wqePending                    // every packet sent, waiting for the response
+	wqeDone                       // a local operation executed, to complete in order
 )
 
 // sendWQE is a posted send WR, 256 bytes. What PostSend writes and the
@@ -64,8 +65,17 @@ type sendWQE struct {
 	mrBuf  [1]*MR // mrs's, likewise
 	inline []byte
 	ah     AH // a UD WQE's address, copied from wr.AH
+	// local holds a bind's or a registration's part (mw.go), allocated
+	// the first time the slot carries one.
+	local *wqeLocal
 	// The WQE stays 256 bytes, so that each starts a cache line.
-	_ [16]byte
+	_ [8]byte
+}
+
+// wqeLocal is what a WRBindMW or WRRegMR keeps of its SendWR.
+type wqeLocal struct {
+	bind MWBind
+	reg  MRReg
 }
 
 // wqeWR is what a send WQE keeps of its SendWR: the SGL and inline data
@@ -233,6 +243,12 @@ func (q *QP) PostSend(now time.Time, wr *SendWR) error {
 			return err
 		}
 	}
+	if wr.Opcode >= WRSendWithInv && q.cfg.Type != QPTypeRC {
+		return fmt.Errorf("post send: %w: %s on a %s QP", ErrBadWR, wr.Opcode, q.cfg.Type)
+	}
+	if wr.Opcode.isLocal() && (len(wr.SGL) > 0 || len(wr.InlineData) > 0) {
+		return fmt.Errorf("post send: %w: %s with data", ErrBadWR, wr.Opcode)
+	}
 	if q.cfg.Type != QPTypeRC {
 		if err := checkTypeWR(q.cfg.Type, wr); err != nil {
 			return err
@@ -246,6 +262,15 @@ func (q *QP) PostSend(now time.Time, wr *SendWR) error {
 		FlushType: wr.FlushType, FlushLevel: wr.FlushLevel}
 	if !q.cfg.Type.connected() {
 		w.ah = *wr.AH
+	}
+	switch wr.Opcode {
+	case WRSendWithInv, WRLocalInv:
+		w.wr.Imm = wr.InvalidateRKey
+	case WRBindMW, WRRegMR:
+		if w.local == nil {
+			w.local = new(wqeLocal)
+		}
+		w.local.bind, w.local.reg = wr.Bind, wr.Reg
 	}
 	if q.cfg.SignalAll {
 		w.wr.Flags |= FlagSignaled

@@ -79,8 +79,15 @@ func (e *Engine) runRequester(q *QP, budget int) bool {
 			}
 			w = q.sq.at(q.sq.next)
 			state = reqCheckWindow
-			if w.state == wqePosted {
+			switch w.state {
+			case wqePosted:
 				state = reqStartWQE
+			case wqeDone:
+				// A local operation already executed, met again
+				// after a go-back-N rewind.
+				q.sq.next++
+				q.retireLocal()
+				state = reqGetWQE
 			}
 
 		case reqStartWQE:
@@ -93,6 +100,21 @@ func (e *Engine) runRequester(q *QP, budget int) bool {
 			// complete, which covers IBA's READ/atomic fence (C10-?).
 			if w.wr.Flags&FlagFence != 0 && q.sq.next != q.sq.head {
 				return false
+			}
+			if w.wr.Opcode.isLocal() {
+				// rxe_do_local_ops: executed when the requester
+				// reaches it, completed in order behind what is
+				// still outstanding.
+				if st := e.executeLocal(q, w); st != WCSuccess {
+					w.status = st
+					state = reqError
+					continue
+				}
+				w.state = wqeDone
+				q.sq.next++
+				q.retireLocal()
+				state = reqGetWQE
+				continue
 			}
 			// IBA 9.5.2: at most max_rd_atomic READ/atomic outstanding.
 			if w.wr.Opcode.takesRdAtomic() && !w.hasRdAtomic {
@@ -136,6 +158,7 @@ func (e *Engine) runRequester(q *QP, budget int) bool {
 			state = reqCheckWindow
 			if w.state == wqePending {
 				q.sq.next++
+				q.retireLocal()
 				state = reqGetWQE
 			}
 
@@ -227,6 +250,14 @@ func nextOpcode(op WROpcode, first, last bool) bth.Opcode {
 	switch op {
 	case WRSend, WRSendWithImm:
 		return sendOpcodes.at(first, last, op.hasImm())
+	case WRSendWithInv:
+		switch {
+		case first && last:
+			return bth.RCSendOnlyInvalidate
+		case last:
+			return bth.RCSendLastInvalidate
+		}
+		return sendOpcodes.at(first, false, false)
 	case WRWrite, WRWriteWithImm:
 		return writeOpcodes.at(first, last, op.hasImm())
 	case WRRead:
@@ -332,6 +363,9 @@ func (e *Engine) buildRequest(q *QP, w *sendWQE, psn bth.PSN, off, readLen uint3
 		if last && op.hasImm() {
 			pf.ImmDt = w.wr.Imm
 		}
+		if last && op == WRSendWithInv {
+			pf.IETH = w.wr.Imm
+		}
 		bf.SE = last && w.wr.Flags&FlagSolicited != 0
 	}
 	// rxe sets AckReq on the last packet of a message and on every
@@ -406,6 +440,9 @@ func (q *QP) retry() {
 		w := q.sq.at(i)
 		if w.state == wqePosted {
 			break
+		}
+		if w.state == wqeDone {
+			continue // a local operation runs once
 		}
 		if i == q.sq.head {
 			if d := q.comp.psn.Diff(w.firstPSN); d > 0 && !q.comp.psn.After(w.lastPSN) {

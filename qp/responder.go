@@ -153,9 +153,7 @@ func (e *Engine) respond(q *QP, p *bth.Packet) {
 			case info.Mask&bth.Read != 0 && a&AccessRemoteRead == 0,
 				info.Mask&bth.Write != 0 && a&AccessRemoteWrite == 0,
 				info.Mask&bth.Atomic != 0 && a&AccessRemoteAtomic == 0,
-				info.Mask&(bth.Flush|bth.AtomicWrite) != 0 && extRefused(a, p, info),
-				// Not implemented here: SEND with invalidate.
-				info.Mask&bth.HasIETH != 0:
+				info.Mask&(bth.Flush|bth.AtomicWrite) != 0 && extRefused(a, p, info):
 				// rxe answers a disabled operation with an
 				// invalid request NAK (RESPST_ERR_UNSUPPORTED_OPCODE).
 				state = e.classC(q, bth.NAKInvalidRequest, WCRemInvReqErr)
@@ -197,6 +195,10 @@ func (e *Engine) respond(q *QP, p *bth.Packet) {
 				wc, imm, flags := WCRecv, uint32(0), WCFlags(0)
 				if info.Mask&bth.HasImmDt != 0 {
 					imm, flags = p.ImmDt().Imm(), WCWithImm
+				}
+				if info.Mask&bth.HasIETH != 0 && r.status == WCSuccess {
+					// The key it invalidated, in ibv_wc's union.
+					imm, flags = p.IETH().RKey(), WCWithInv
 				}
 				n := r.offset
 				if info.Mask&bth.Write != 0 {
@@ -347,7 +349,7 @@ func (e *Engine) checkRKey(q *QP, p *bth.Packet, info *bth.OpcodeInfo) respState
 		return respExecute
 	}
 	if r.mr == nil {
-		r.mr = e.MRs.Lookup(r.rkey, q.cfg.PD, need)
+		r.mr = e.MRs.LookupRemote(r.rkey, q.cfg.PD, q.qpn, need)
 		if r.mr == nil {
 			return e.classC(q, bth.NAKRemoteAccessError, WCRemAccessErr)
 		}
@@ -387,6 +389,9 @@ func (e *Engine) execute(q *QP, p *bth.Packet, info *bth.OpcodeInfo, psn bth.PSN
 			return e.classC(q, bth.NAKRemoteOperationalError, WCLocProtErr)
 		}
 		r.offset += uint32(len(data))
+		if info.Mask&bth.HasIETH != 0 {
+			return e.invalidateRecv(q, p, psn)
+		}
 	case info.Mask&bth.Write != 0:
 		if len(data) > 0 {
 			dst, _ := r.mr.slice(r.va, uint64(len(data)))

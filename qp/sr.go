@@ -241,7 +241,7 @@ func (e *Engine) srPlace(q *QP, p *bth.Packet, info *bth.OpcodeInfo, pl bth.SRPl
 	if length == 0 {
 		return true // C9-88: no address or key to check
 	}
-	mr := e.MRs.Lookup(reth.RKey(), q.cfg.PD, AccessRemoteWrite)
+	mr := e.MRs.LookupRemote(reth.RKey(), q.cfg.PD, q.qpn, AccessRemoteWrite)
 	if mr == nil {
 		return false
 	}
@@ -585,6 +585,7 @@ func (e *Engine) srReadCatchUp(q *QP) {
 		}
 		q.comp.opcode = opNone
 		q.completeSend(w)
+		q.retireLocal()
 	}
 	if s.rdHeldN > 0 {
 		e.srReadGaps(q)
@@ -600,7 +601,7 @@ func (e *Engine) srReplayRead(q *QP, res *resource, psn bth.PSN, va uint64, n ui
 	e.flushAck(q)
 	var mr *MR
 	if n > 0 {
-		if mr = e.MRs.Lookup(res.rkey, q.cfg.PD, AccessRemoteRead); mr == nil {
+		if mr = e.MRs.LookupRemote(res.rkey, q.cfg.PD, q.qpn, AccessRemoteRead); mr == nil {
 			return // deregistered since: the requester times out
 		}
 	}

@@ -30,9 +30,22 @@ const (
 	// 8 bytes from the SGL or InlineData, stored at an 8-byte aligned
 	// remote address in one access.
 	WRAtomicWrite
+	// WRSendWithInv is a SEND whose last packet asks the responder to
+	// invalidate InvalidateRKey (IBA 9.4.4.1, IETH): a type 2 window
+	// bound to the peer QP, or a fast-registration region.
+	WRSendWithInv
+	// WRLocalInv invalidates InvalidateRKey locally (LOCAL_INV), in
+	// send queue order.
+	WRLocalInv
+	// WRBindMW binds a memory window as Bind says (BIND_MW).
+	WRBindMW
+	// WRRegMR makes a fast-registration region valid as Reg says
+	// (REG_MR).
+	WRRegMR
 )
 
-var wrOpcodeNames = [...]string{"SEND", "SEND_WITH_IMM", "RDMA_WRITE", "RDMA_WRITE_WITH_IMM", "RDMA_READ", "ATOMIC_CMP_AND_SWP", "ATOMIC_FETCH_AND_ADD", "FLUSH", "ATOMIC_WRITE"}
+var wrOpcodeNames = [...]string{"SEND", "SEND_WITH_IMM", "RDMA_WRITE", "RDMA_WRITE_WITH_IMM", "RDMA_READ", "ATOMIC_CMP_AND_SWP", "ATOMIC_FETCH_AND_ADD", "FLUSH", "ATOMIC_WRITE",
+	"SEND_WITH_INV", "LOCAL_INV", "BIND_MW", "REG_MR"}
 
 func (o WROpcode) String() string {
 	if int(o) < len(wrOpcodeNames) {
@@ -41,12 +54,16 @@ func (o WROpcode) String() string {
 	return "WR_UNKNOWN"
 }
 
-func (o WROpcode) valid() bool        { return o <= WRAtomicWrite }
+func (o WROpcode) valid() bool        { return o <= WRRegMR }
 func (o WROpcode) isReadAtomic() bool { return o >= WRRead && o <= WRFetchAdd }
 func (o WROpcode) isAtomic() bool     { return o == WRCompareSwap || o == WRFetchAdd }
 func (o WROpcode) hasImm() bool       { return o == WRSendWithImm || o == WRWriteWithImm }
 func (o WROpcode) isWrite() bool      { return o == WRWrite || o == WRWriteWithImm }
-func (o WROpcode) isSend() bool       { return o == WRSend || o == WRSendWithImm }
+func (o WROpcode) isSend() bool       { return o == WRSend || o == WRSendWithImm || o == WRSendWithInv }
+
+// isLocal reports whether o runs on the local send queue alone and sends
+// nothing (rxe's WR_LOCAL_OP_MASK).
+func (o WROpcode) isLocal() bool { return o >= WRLocalInv }
 
 // SendFlags modify a send work request (ibv_send_flags).
 type SendFlags uint8
@@ -85,6 +102,14 @@ type SendWR struct {
 	// InlineData, when FlagInline is set, is the payload itself (the
 	// Go form of inline SGEs); it is copied at post time.
 	InlineData []byte
+	// InvalidateRKey is the key a WRSendWithInv asks the peer to
+	// invalidate, or a WRLocalInv invalidates (ibv_send_wr's
+	// invalidate_rkey).
+	InvalidateRKey uint32
+	// Bind is a WRBindMW's window, region, range, access and new key.
+	Bind MWBind
+	// Reg is a WRRegMR's region, new key and access.
+	Reg MRReg
 	// AH, RemoteQPN and RemoteQKey address a UD or GSI QP's datagram
 	// (rdma-core's wr.ud); the AH is copied at post time. A RemoteQKey
 	// with its high bit set means the sending QP's own Q_Key (IBA 10.2.5,
@@ -112,6 +137,7 @@ const (
 	WCWRFlushErr     WCStatus = 5
 	WCBadRespErr     WCStatus = 7
 	WCLocAccessErr   WCStatus = 8
+	WCMWBindErr      WCStatus = 6
 	WCRemInvReqErr   WCStatus = 9
 	WCRemAccessErr   WCStatus = 10
 	WCRemOpErr       WCStatus = 11
@@ -133,6 +159,8 @@ func (s WCStatus) String() string {
 		return "local protection error"
 	case WCWRFlushErr:
 		return "WR flushed"
+	case WCMWBindErr:
+		return "memory window bind error"
 	case WCBadRespErr:
 		return "bad response"
 	case WCLocAccessErr:
@@ -160,13 +188,17 @@ type WCOpcode uint8
 
 // Completion opcodes, rdma-core values.
 const (
-	WCSend            WCOpcode = 0
-	WCWrite           WCOpcode = 1
-	WCRead            WCOpcode = 2
-	WCCompareSwap     WCOpcode = 3
-	WCFetchAdd        WCOpcode = 4
-	WCFlush           WCOpcode = 8
-	WCAtomicWrite     WCOpcode = 9
+	WCSend        WCOpcode = 0
+	WCWrite       WCOpcode = 1
+	WCRead        WCOpcode = 2
+	WCCompareSwap WCOpcode = 3
+	WCFetchAdd    WCOpcode = 4
+	WCBindMW      WCOpcode = 5
+	WCLocalInv    WCOpcode = 6
+	WCFlush       WCOpcode = 8
+	WCAtomicWrite WCOpcode = 9
+	// WCRegMR is the kernel's IB_WC_REG_MR: user verbs have no REG_MR.
+	WCRegMR           WCOpcode = 10
 	WCRecv            WCOpcode = 128
 	WCRecvRDMAWithImm WCOpcode = 129
 )
@@ -175,6 +207,7 @@ var wcOpcodeOf = [...]WCOpcode{
 	WRSend: WCSend, WRSendWithImm: WCSend, WRWrite: WCWrite, WRWriteWithImm: WCWrite,
 	WRRead: WCRead, WRCompareSwap: WCCompareSwap, WRFetchAdd: WCFetchAdd,
 	WRFlush: WCFlush, WRAtomicWrite: WCAtomicWrite,
+	WRSendWithInv: WCSend, WRLocalInv: WCLocalInv, WRBindMW: WCBindMW, WRRegMR: WCRegMR,
 }
 
 func (o WCOpcode) String() string {
@@ -187,6 +220,12 @@ func (o WCOpcode) String() string {
 		return "RDMA_READ"
 	case WCCompareSwap:
 		return "COMP_SWAP"
+	case WCBindMW:
+		return "BIND_MW"
+	case WCLocalInv:
+		return "LOCAL_INV"
+	case WCRegMR:
+		return "REG_MR"
 	case WCFetchAdd:
 		return "FETCH_ADD"
 	case WCFlush:
@@ -210,6 +249,10 @@ const (
 	// datagram's GRH (UD and GSI receives, always on RoCEv2).
 	WCGRH     WCFlags = 1 << 0
 	WCWithImm WCFlags = 1 << 1
+	// WCWithInv: a SEND with invalidate arrived and invalidated the
+	// key in Imm (IBV_WC_WITH_INV, whose key ibv_wc keeps in the same
+	// union as the immediate data).
+	WCWithInv WCFlags = 1 << 3
 )
 
 // Completion is a work completion (ibv_wc). Imm is in host order as the

@@ -251,7 +251,8 @@ func (q *QueuePair) PostSend(wr *SendWR) error {
 	r.send = SendWR{ID: wr.ID, Opcode: wr.Opcode, Flags: wr.Flags, SGL: r.sgl, Imm: wr.Imm,
 		RemoteAddr: wr.RemoteAddr, RKey: wr.RKey, CompareAdd: wr.CompareAdd, Swap: wr.Swap,
 		RemoteQPN: wr.RemoteQPN, RemoteQKey: wr.RemoteQKey,
-		FlushType: wr.FlushType, FlushLevel: wr.FlushLevel, FlushLen: wr.FlushLen}
+		FlushType: wr.FlushType, FlushLevel: wr.FlushLevel, FlushLen: wr.FlushLen,
+		InvalidateRKey: wr.InvalidateRKey, Bind: wr.Bind, Reg: wr.Reg}
 	if wr.AH != nil {
 		// By value: storing wr.AH would make every WR's pointees
 		// escape.

@@ -41,6 +41,14 @@ type SGE = qp.SGE
 //		// InlineData, when SendInline is set, is the payload itself (the
 //		// Go form of inline SGEs); it is copied at post time.
 //		InlineData []byte
+//		// InvalidateRKey is the key a WRSendWithInv asks the peer to
+//		// invalidate, or a WRLocalInv invalidates (ibv_send_wr's
+//		// invalidate_rkey).
+//		InvalidateRKey uint32
+//		// Bind is a WRBindMW's window, region, range, access and new key.
+//		Bind MWBind
+//		// Reg is a WRRegMR's region, new key and access.
+//		Reg MRReg
 //		// AH, RemoteQPN and RemoteQKey address a UD or GSI QP's datagram
 //		// (rdma-core's wr.ud); the AH is copied at post time. A RemoteQKey
 //		// with its high bit set means the sending QP's own Q_Key (IBA 10.2.5,
@@ -54,8 +62,51 @@ type SGE = qp.SGE
 // addend of a fetch-and-add, and the SGL names one 8-byte buffer for the
 // original value. An ATOMIC WRITE (WRAtomicWrite) stores the 8 bytes its
 // SGL or InlineData hold at RemoteAddr, which must be 8-byte aligned, in
-// one access; a FLUSH (WRFlush) carries no data. Both are RC only.
+// one access; a FLUSH (WRFlush) carries no data. Both are RC only, as are
+// the memory window and invalidation opcodes (WRSendWithInv, WRLocalInv,
+// WRBindMW, WRRegMR; see MW and PD.AllocFastMR).
 type SendWR = qp.SendWR
+
+// MWBind is a WRBindMW's part (ibv_mw_bind_info with bind_mw's rkey): the
+// window named by its current key MWKey (MW.RKey) takes the new key RKey
+// (MW.NextRKey) and lets a peer reach [Addr, Addr+Length) of the region
+// whose local key is MRKey, registered with AccessMWBind, with the remote
+// Access flags. A type 1 window with Length 0 is unbound. QueuePair.BindMW
+// fills it in. Its fields:
+//
+//	struct {
+//		MWKey  uint32
+//		RKey   uint32
+//		MRKey  uint32
+//		Addr   uint64
+//		Length uint64
+//		Access Access
+//	}
+type MWBind = qp.MWBind
+
+// MRReg is a WRRegMR's part (ib_reg_wr): the fast-registration region
+// named by its current key MRKey (MR.LKey), mapped by FastMR.Map and
+// free, becomes valid under Key (FastMR.NextKey) with the Access flags.
+// Its fields:
+//
+//	struct {
+//		MRKey  uint32
+//		Key    uint32
+//		Access Access
+//	}
+type MRReg = qp.MRReg
+
+// MWType is a memory window's type (ibv_mw_type): MWType1, reached by any
+// QP of its PD and unbound by binding it again with length 0, or MWType2
+// (IBA's type 2B), reached only through the QP that bound it and taken
+// back by WRLocalInv or the peer's WRSendWithInv.
+type MWType = qp.MWType
+
+// Memory window types, rdma-core's values.
+const (
+	MWType1 MWType = qp.MWType1
+	MWType2 MWType = qp.MWType2
+)
 
 // RecvWR is a receive work request (ibv_recv_wr) for QueuePair.PostRecv and
 // SRQ.PostRecv, the engine's own struct (package qp). Its fields:
@@ -69,7 +120,7 @@ type RecvWR = qp.RecvWR
 // WC is a work completion (ibv_wc), as CQ.Poll and CQ.Wait return them: the
 // engine's own struct (package qp's Completion). Status is one of the WC
 // status constants (WCSuccess, ...), Opcode one of WCSend, WCWrite, ...,
-// Flags a set of WCWithImm and WCGRH. Its fields:
+// Flags a set of WCWithImm, WCWithInv and WCGRH. Its fields:
 //
 //	struct {
 //		WRID    uint64
@@ -256,7 +307,8 @@ type Counters = qp.EngineCounters
 
 // WROpcode is a send WR's operation (ibv_wr_opcode): WRSend,
 // WRSendWithImm, WRWrite, WRWriteWithImm, WRRead, WRCompareSwap,
-// WRFetchAdd, WRFlush, WRAtomicWrite. WRFlush and WRAtomicWrite are IBA
+// WRFetchAdd, WRFlush, WRAtomicWrite, WRSendWithInv, WRLocalInv, WRBindMW,
+// WRRegMR. WRFlush and WRAtomicWrite are IBA
 // 1.5's RDMA FLUSH and ATOMIC WRITE (rdma-core's ibv_wr_flush and
 // ibv_wr_atomic_write; rxe has them since Linux 6.2).
 type WROpcode = qp.WROpcode
@@ -272,6 +324,16 @@ const (
 	WRFetchAdd     WROpcode = qp.WRFetchAdd
 	WRFlush        WROpcode = qp.WRFlush
 	WRAtomicWrite  WROpcode = qp.WRAtomicWrite
+	// WRSendWithInv is a SEND that asks the peer to invalidate
+	// InvalidateRKey (a type 2 window bound to the peer QP, or a
+	// fast-registration region) when it lands.
+	WRSendWithInv WROpcode = qp.WRSendWithInv
+	// WRLocalInv invalidates InvalidateRKey here, in send queue order.
+	WRLocalInv WROpcode = qp.WRLocalInv
+	// WRBindMW binds a memory window as Bind says.
+	WRBindMW WROpcode = qp.WRBindMW
+	// WRRegMR makes a fast-registration region valid as Reg says.
+	WRRegMR WROpcode = qp.WRRegMR
 )
 
 // FlushType is a FLUSH's placement type (ibv_placement_type), a set of
@@ -317,9 +379,11 @@ const (
 // Access is a set of memory region and QP access flags
 // (ibv_access_flags): AccessLocalWrite, AccessRemoteWrite,
 // AccessRemoteRead, AccessRemoteAtomic, AccessFlushGlobal,
-// AccessFlushPersistent. An ATOMIC WRITE needs AccessRemoteWrite, a FLUSH
-// the flush flag of each placement type it asks for, on both the QP and
-// the region; AccessFlushPersistent is for QPs only (see FlushType).
+// AccessFlushPersistent, AccessMWBind. An ATOMIC WRITE needs
+// AccessRemoteWrite, a FLUSH the flush flag of each placement type it asks
+// for, on both the QP and the region; AccessFlushPersistent is for QPs
+// only (see FlushType). AccessMWBind lets memory windows be bound to a
+// region (see MW).
 type Access = qp.Access
 
 // Access flags, named as in rdma-core.
@@ -331,11 +395,14 @@ const (
 
 	AccessFlushGlobal     Access = qp.AccessFlushGlobal
 	AccessFlushPersistent Access = qp.AccessFlushPersistent
+
+	// AccessMWBind lets memory windows be bound to a region.
+	AccessMWBind Access = qp.AccessMWBind
 )
 
 // WCStatus is a completion's status (ibv_wc_status, rdma-core's values):
 // WCSuccess, or an error: WCLocLenErr, WCLocQPOpErr, WCLocProtErr,
-// WCWRFlushErr, WCBadRespErr, WCLocAccessErr, WCRemInvReqErr,
+// WCWRFlushErr, WCMWBindErr, WCBadRespErr, WCLocAccessErr, WCRemInvReqErr,
 // WCRemAccessErr, WCRemOpErr, WCRetryExcErr, WCRNRRetryExcErr, WCFatalErr,
 // WCGeneralErr.
 type WCStatus = qp.WCStatus
@@ -347,6 +414,7 @@ const (
 	WCLocQPOpErr     WCStatus = qp.WCLocQPOpErr
 	WCLocProtErr     WCStatus = qp.WCLocProtErr
 	WCWRFlushErr     WCStatus = qp.WCWRFlushErr
+	WCMWBindErr      WCStatus = qp.WCMWBindErr
 	WCBadRespErr     WCStatus = qp.WCBadRespErr
 	WCLocAccessErr   WCStatus = qp.WCLocAccessErr
 	WCRemInvReqErr   WCStatus = qp.WCRemInvReqErr
@@ -359,8 +427,8 @@ const (
 )
 
 // WCOpcode is what a completion completed (ibv_wc_opcode): WCSend,
-// WCWrite, WCRead, WCCompareSwap, WCFetchAdd, WCFlush, WCAtomicWrite,
-// WCRecv, WCRecvRDMAWithImm.
+// WCWrite, WCRead, WCCompareSwap, WCFetchAdd, WCBindMW, WCLocalInv,
+// WCFlush, WCAtomicWrite, WCRegMR, WCRecv, WCRecvRDMAWithImm.
 type WCOpcode = qp.WCOpcode
 
 // Completion opcodes (ibv_wc_opcode).
@@ -370,6 +438,9 @@ const (
 	WCRead            WCOpcode = qp.WCRead
 	WCCompareSwap     WCOpcode = qp.WCCompareSwap
 	WCFetchAdd        WCOpcode = qp.WCFetchAdd
+	WCBindMW          WCOpcode = qp.WCBindMW
+	WCLocalInv        WCOpcode = qp.WCLocalInv
+	WCRegMR           WCOpcode = qp.WCRegMR
 	WCFlush           WCOpcode = qp.WCFlush
 	WCAtomicWrite     WCOpcode = qp.WCAtomicWrite
 	WCRecv            WCOpcode = qp.WCRecv
@@ -377,13 +448,15 @@ const (
 )
 
 // WCFlags are a completion's flags (ibv_wc_flags): WCWithImm (WC.Imm is
-// valid) and WCGRH (the first GRHLen bytes of a UD receive buffer hold
+// valid), WCWithInv (a SEND with invalidate invalidated the key in WC.Imm)
+// and WCGRH (the first GRHLen bytes of a UD receive buffer hold
 // the GRH).
 type WCFlags = qp.WCFlags
 
 // Completion flags (ibv_wc_flags).
 const (
 	WCWithImm WCFlags = qp.WCWithImm
+	WCWithInv WCFlags = qp.WCWithInv
 	WCGRH     WCFlags = qp.WCGRH
 )
 

@@ -48,17 +48,16 @@ func flushValue(r, k int) uint64 {
 	return 0x0123456789abcdef ^ uint64(r)<<56 ^ uint64(k+1)*0x9e3779b97f4a7c15
 }
 
-// buildFlushAtomic compiles testdata/flushatomic.c on the host against
-// Debian 13's libibverbs-dev (lab/verbsdev.sh): the host's own headers
-// may predate ibv_wr_flush. It links against trixie's libibverbs.so.1,
-// so the binary asks only for symbols the guest's rdma-core has; the
-// library's own dependencies are the guest's business
-// (--allow-shlib-undefined).
-func buildFlushAtomic(t *testing.T) string {
+// buildLabC compiles testdata/NAME.c on the host against Debian 13's
+// libibverbs-dev (lab/verbsdev.sh): the host's own headers may predate
+// ibv_wr_flush. It links against trixie's libibverbs.so.1, so the binary
+// asks only for symbols the guest's rdma-core has; the library's own
+// dependencies are the guest's business (--allow-shlib-undefined).
+func buildLabC(t *testing.T, name string) string {
 	t.Helper()
 	gcc, err := exec.LookPath("gcc")
 	if err != nil {
-		t.Skip("no gcc on the host to build testdata/flushatomic.c (scripts/setup installs it)")
+		t.Skipf("no gcc on the host to build testdata/%s.c (scripts/setup installs it)", name)
 	}
 	out, err := exec.Command("lab/verbsdev.sh", string(lab.Trixie)).Output()
 	if err != nil {
@@ -66,9 +65,9 @@ func buildFlushAtomic(t *testing.T) string {
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	dir := lines[len(lines)-1]
-	bin := filepath.Join(t.TempDir(), "flushatomic")
+	bin := filepath.Join(t.TempDir(), name)
 	cmd := exec.Command(gcc, "-O2", "-Wall", "-Werror", "-I", filepath.Join(dir, "usr/include"),
-		"-o", bin, "testdata/flushatomic.c",
+		"-o", bin, "testdata/"+name+".c",
 		filepath.Join(dir, "usr/lib/x86_64-linux-gnu/libibverbs.so.1"), "-Wl,--allow-shlib-undefined")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%v: %v\n%s", cmd, err, out)
@@ -91,7 +90,7 @@ func stderrOf(err error) []byte {
 // RETH), so rxe and uroce drop each other's FLUSHes as corrupt and the
 // requester retries forever (README.md, "FLUSH and ATOMIC WRITE").
 func testFlushCells(t *testing.T, l *lab.Lab, g *lab.Guest) {
-	cbin := buildFlushAtomic(t)
+	cbin := buildLabC(t, "flushatomic")
 	guestBin, err := g.Put(cbin, "flushatomic")
 	if err != nil {
 		t.Fatal(err)

@@ -25,9 +25,16 @@ const pairTimeout = 4 * time.Minute
 // failing to exit 0 fails the test.
 func runPair(t *testing.T, srv, cli *lab.Guest, cmd string) (server, client lab.Result) {
 	t.Helper()
+	return runPairCmds(t, srv, cli, cmd, cmd)
+}
+
+// runPairCmds is runPair with a command of each side's own: srvCmd on
+// srv, cliCmd plus srv's address on cli.
+func runPairCmds(t *testing.T, srv, cli *lab.Guest, srvCmd, cliCmd string) (server, client lab.Result) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), pairTimeout)
 	defer cancel()
-	sj, err := srv.Start(cmd)
+	sj, err := srv.Start(srvCmd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,13 +42,14 @@ func runPair(t *testing.T, srv, cli *lab.Guest, cmd string) (server, client lab.
 	if err := sj.WaitListen(ctx, perftestPort); err != nil {
 		t.Fatal(err)
 	}
-	client, err = cli.Run(ctx, cmd+" "+srv.Addr.String())
+	client, err = cli.Run(ctx, cliCmd+" "+srv.Addr.String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	server, err = sj.Wait(ctx)
 	if err != nil {
-		t.Fatal(err)
+		// Most often the client failed first: say how.
+		t.Fatalf("%v; the client on %s: %v\n%s\n%s", err, cli.Name, client.Err(), client.Stdout, client.Stderr)
 	}
 	if err := client.Err(); err != nil {
 		t.Errorf("client on %s: %v", cli.Name, err)

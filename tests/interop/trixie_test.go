@@ -13,8 +13,9 @@ import (
 // each both ways with the same checks as there: ibv_rc_pingpong at one
 // packet and at four; ib_write_lat at one packet and at four, ib_read_lat,
 // ib_atomic_lat, ib_write_bw, ib_read_bw and ib_send_bw; ib_write_bw
-// with 1 % of RoCE packets dropped; ib_send_lat over rdma_cm (-R); and
-// ATOMIC WRITE against rxe, which Debian 12's rxe lacks (flush_test.go).
+// with 1 % of RoCE packets dropped; ib_send_lat over rdma_cm (-R);
+// ATOMIC WRITE against rxe, which Debian 12's rxe lacks (flush_test.go);
+// and memory windows with SEND with invalidate (mw_test.go).
 // The whole suite runs on trixie with UROCE_LAB_FLAVOUR=trixie
 // (README.md).
 func TestTrixieQuick(t *testing.T) {
@@ -68,5 +69,6 @@ func TestTrixieQuick(t *testing.T) {
 		})
 	}
 	t.Run("flush", func(t *testing.T) { testFlushCells(t, l, g) })
+	t.Run("mw", func(t *testing.T) { testMWCells(t, l, g) })
 	t.Logf("trixie quick set in %.0fs (boot included)", time.Since(start).Seconds())
 }

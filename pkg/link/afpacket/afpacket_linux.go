@@ -74,6 +74,7 @@ type Link struct {
 	ipID     uint16
 	ethLen   int    // Ethernet header on send: 14, or 18 with a VLAN tag
 	vid      uint16 // the 802.1Q VLAN ID to tag frames with, or 0
+	vlanDev  bool   // the interface is a VLAN sub-interface (isVLANDevice)
 	pcp      uint8  // and the priority in the tag
 	g        bth.Datagram
 	hop      netinfo.Hop // the send path's last next hop
@@ -114,7 +115,7 @@ func Open(cfg Config) (*Link, error) {
 	if cfg.SockBuf == 0 {
 		cfg.SockBuf = 4 << 20
 	}
-	l := &Link{fd: -1, resv: -1, ifindex: ifc.Index, v6: a.Is6(), res: cfg.Resolver, ethLen: bth.EthernetLen}
+	l := &Link{fd: -1, resv: -1, ifindex: ifc.Index, v6: a.Is6(), res: cfg.Resolver, ethLen: bth.EthernetLen, vlanDev: isVLANDevice(ifc.Index)}
 	if cfg.VLAN != 0 {
 		l.ethLen += bth.VLANLen
 		l.vid, l.pcp = cfg.VLAN, cfg.Priority
@@ -125,6 +126,20 @@ func Open(cfg Config) (*Link, error) {
 		return nil, err
 	}
 	return l, nil
+}
+
+// isVLANDevice reports whether interface index is an 802.1Q
+// sub-interface. Frames reach its packet sockets with their tag still in
+// the packet's metadata (Linux 6.1: vlan_do_receive steers them to the
+// VLAN device and leaves vlan_tci set), so its filter must not ask for
+// untagged frames; the kernel hands it its own VLAN's frames only.
+func isVLANDevice(index int) bool {
+	l, err := netlink.LinkByIndex(index)
+	if err != nil {
+		return false
+	}
+	_, ok := l.(*netlink.Vlan)
+	return ok
 }
 
 // vlanOf returns the VLAN sub-interface of parent with ID vid, or nil.
@@ -255,6 +270,9 @@ func (l *Link) open(cfg Config) error {
 	}
 	l.fd = fd
 	prog, err := filter(cfg.VLAN)
+	if cfg.VLAN == 0 && l.vlanDev {
+		prog, err = ipFilter()
+	}
 	if err != nil {
 		return fmt.Errorf("afpacket: filter: %w", err)
 	}

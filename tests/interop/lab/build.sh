@@ -88,8 +88,9 @@ IPROUTE2_TOOLS="ip rdma bridge nstat"
 # Kernel modules the guest loads, each with its modules.dep closure, in
 # dependency order. crc32_generic is not in any module's modules.dep line
 # (rdma_rxe asks the crypto API for "crc32" at run time), so it is named.
+# 8021q is for the VLAN cells (Guest.AddVLAN); the host's kernel lacks it.
 MODULES=(crc32_generic virtio_pci virtio_net 9pnet_virtio 9p udp_tunnel ip6_udp_tunnel
-	ib_core ib_uverbs rdma_rxe ib_cm iw_cm rdma_cm rdma_ucm ib_umad)
+	ib_core ib_uverbs rdma_rxe ib_cm iw_cm rdma_cm rdma_ucm ib_umad 8021q)
 # Host tools the lab needs, by Debian package.
 HOST_TOOLS=(qemu-system-x86_64:qemu-system-x86 nft:nftables cpio:cpio readelf:binutils
 	xz:xz-utils zstd:zstd dpkg-deb:dpkg flock:util-linux depmod:kmod ip:iproute2)

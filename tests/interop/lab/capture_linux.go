@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/uroce/uroce/internal/netns"
 	"github.com/uroce/uroce/internal/pcapfile"
@@ -64,6 +66,12 @@ func StartCapture(ns *netns.NS, ifname, path string) (*Capture, error) {
 		if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifi.Index}); err != nil {
 			return fmt.Errorf("bind to %s: %w", ifname, err)
 		}
+		// The kernel takes an 802.1Q tag off a frame before a packet
+		// socket sees it and says so in the auxiliary data; the loop
+		// puts it back, as libpcap does.
+		if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_AUXDATA, 1); err != nil {
+			return fmt.Errorf("PACKET_AUXDATA: %w", err)
+		}
 		mreq := unix.PacketMreq{Ifindex: int32(ifi.Index), Type: unix.PACKET_MR_PROMISC}
 		if err := unix.SetsockoptPacketMreq(fd, unix.SOL_PACKET, unix.PACKET_ADD_MEMBERSHIP, &mreq); err != nil {
 			return fmt.Errorf("promiscuous %s: %w", ifname, err)
@@ -85,12 +93,13 @@ func htons(v uint16) uint16 { return v<<8 | v>>8 }
 func (c *Capture) loop() {
 	defer close(c.done)
 	buf := make([]byte, captureSnap)
+	oob := make([]byte, unix.CmsgSpace(int(unsafe.Sizeof(unix.TpacketAuxdata{}))))
 	for {
 		flags := 0
 		if c.stop.Load() {
 			flags = unix.MSG_DONTWAIT // drain what is queued, then stop
 		}
-		n, from, err := unix.Recvfrom(c.fd, buf, flags|unix.MSG_TRUNC)
+		n, oobn, _, from, err := unix.Recvmsg(c.fd, buf, oob, flags|unix.MSG_TRUNC)
 		if err != nil {
 			if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
 				if flags != 0 {
@@ -105,10 +114,40 @@ func (c *Capture) loop() {
 			continue // sent by the bridge itself (IPv6 chatter), not forwarded
 		}
 		kept := min(n, len(buf))
-		c.records = append(c.records, pcapfile.Record{
-			Time: time.Now(), Data: append([]byte(nil), buf[:kept]...), OrigLen: n,
-		})
+		data := append([]byte(nil), buf[:kept]...)
+		if tag, ok := vlanTag(oob[:oobn]); ok && kept >= 12 {
+			data = append(data[:12], append(tag[:], data[12:]...)...)
+			n += len(tag)
+		}
+		c.records = append(c.records, pcapfile.Record{Time: time.Now(), Data: data, OrigLen: n})
 	}
+}
+
+// vlanTag returns the 802.1Q tag (TPID and TCI) the kernel took off a
+// frame, from the frame's auxiliary data.
+func vlanTag(oob []byte) (tag [4]byte, ok bool) {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return tag, false
+	}
+	for _, m := range msgs {
+		if m.Header.Level != unix.SOL_PACKET || m.Header.Type != unix.PACKET_AUXDATA ||
+			len(m.Data) < int(unsafe.Sizeof(unix.TpacketAuxdata{})) {
+			continue
+		}
+		aux := (*unix.TpacketAuxdata)(unsafe.Pointer(&m.Data[0]))
+		if aux.Status&unix.TP_STATUS_VLAN_VALID == 0 {
+			return tag, false
+		}
+		tpid := uint16(0x8100)
+		if aux.Status&unix.TP_STATUS_VLAN_TPID_VALID != 0 {
+			tpid = aux.Vlan_tpid
+		}
+		binary.BigEndian.PutUint16(tag[0:], tpid)
+		binary.BigEndian.PutUint16(tag[2:], aux.Vlan_tci)
+		return tag, true
+	}
+	return tag, false
 }
 
 // Stop ends the capture, writes Path and returns the frames. The error

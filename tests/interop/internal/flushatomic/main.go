@@ -9,20 +9,17 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
-	"math/rand/v2"
 	"net"
-	"net/netip"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/uroce/uroce/tests/interop/internal/labpeer"
 	"github.com/uroce/uroce/verbs"
 )
 
@@ -78,37 +75,9 @@ func run(ctx context.Context, dev, peer string, requester bool, rounds, n int, f
 		err = errors.Join(err, q.Destroy())
 	}()
 
-	c, err := (&net.Dialer{}).DialContext(ctx, "tcp", peer)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		c.SetDeadline(dl)
-	}
-	in := bufio.NewReader(c)
-	gid := d.GIDs()[0].As16()
-	psn := rand.Uint32() & 0xffffff
-	fmt.Fprintf(c, "%06x %06x %s %016x %08x\n", q.QPN(), psn, hex.EncodeToString(gid[:]), mr.Addr(), mr.RKey())
-	line, err := in.ReadString('\n')
-	if err != nil {
-		return fmt.Errorf("the peer's address: %w", err)
-	}
-	var rqpn, rpsn, rrkey uint32
-	var raddr uint64
-	var rgid string
-	if _, err := fmt.Sscanf(line, "%x %x %s %x %x", &rqpn, &rpsn, &rgid, &raddr, &rrkey); err != nil {
-		return fmt.Errorf("bad address line %q: %w", line, err)
-	}
-	g, err := hex.DecodeString(rgid)
-	if err != nil || len(g) != 16 {
-		return fmt.Errorf("bad GID %q", rgid)
-	}
-	fmt.Printf("local:  QPN %06x PSN %06x GID %v addr %#x rkey %08x\n", q.QPN(), psn, d.GIDs()[0], mr.Addr(), mr.RKey())
-	fmt.Printf("remote: QPN %06x PSN %06x GID %s addr %#x rkey %08x\n", rqpn, rpsn, rgid, raddr, rrkey)
-	err = q.Connect(verbs.Endpoint{Addr: netip.AddrFrom16([16]byte(g)).Unmap(), QPN: rqpn, PSN: rpsn}, verbs.ConnectOptions{
+	s, err := labpeer.Connect(ctx, d, q, mr, peer, verbs.ConnectOptions{
 		Access:  verbs.AccessLocalWrite | verbs.AccessRemoteWrite | verbs.AccessRemoteRead | verbs.AccessRemoteAtomic | verbs.AccessFlushGlobal,
-		PathMTU: 1024, Timeout: 14, RetryCnt: 7, RNRRetry: 7, MinRNRTimer: 12, RdAtomic: 16, PSN: psn,
+		PathMTU: 1024, Timeout: 14, RetryCnt: 7, RNRRetry: 7, MinRNRTimer: 12, RdAtomic: 16,
 		// rxe's reading of 7: under loss the C requester retries
 		// forever too.
 		Retrans: verbs.RetransRetry7Forever,
@@ -116,25 +85,9 @@ func run(ctx context.Context, dev, peer string, requester bool, rounds, n int, f
 	if err != nil {
 		return err
 	}
-	expect := func(want string) error {
-		l, err := in.ReadString('\n')
-		if err != nil {
-			return fmt.Errorf("waiting for %q: %w", want, err)
-		}
-		if l = strings.TrimSpace(l); l != want {
-			return fmt.Errorf("peer said %q, want %q", l, want)
-		}
-		return nil
-	}
-
-	// Neither side sends before the other's QP is ready to receive: a
-	// request that reaches a QP still in INIT is dropped.
-	if _, err := fmt.Fprintf(c, "rts\n"); err != nil {
-		return err
-	}
-	if err := expect("rts"); err != nil {
-		return err
-	}
+	defer s.Close()
+	raddr, rrkey := s.RemoteAddr, s.RemoteRKey
+	expect := s.Expect
 
 	if !requester {
 		if err := expect("done"); err != nil {
@@ -151,31 +104,11 @@ func run(ctx context.Context, dev, peer string, requester bool, rounds, n int, f
 			}
 			fmt.Printf("qp state: %v\n", q.State())
 		}
-		_, err := fmt.Fprintf(c, "bye\n")
-		return err
+		return s.Say("bye")
 	}
 
 	wait := func(id uint64, op verbs.WCOpcode, wantOK bool) (verbs.WC, error) {
-		var wc [1]verbs.WC
-		for {
-			k, err := cq.Wait(ctx, wc[:])
-			if err != nil {
-				return wc[0], err
-			}
-			if k == 0 {
-				continue
-			}
-			w := wc[0]
-			switch {
-			case wantOK && w.Status != verbs.WCSuccess:
-				return w, fmt.Errorf("wr_id %d: status %v (%d)", w.WRID, w.Status, w.Status)
-			case w.WRID != id:
-				return w, fmt.Errorf("completion for wr_id %d, want %d", w.WRID, id)
-			case w.Status == verbs.WCSuccess && w.Opcode != op:
-				return w, fmt.Errorf("wr_id %d: opcode %v, want %v", w.WRID, w.Opcode, op)
-			}
-			return w, nil
-		}
+		return labpeer.Wait(ctx, cq, id, op, wantOK)
 	}
 	var id uint64
 	var v [8]byte
@@ -217,7 +150,7 @@ func run(ctx context.Context, dev, peer string, requester bool, rounds, n int, f
 		}
 	}
 	fmt.Printf("requester: %d rounds: %d atomic writes (WCAtomicWrite), %d flushes (WCFlush), all WCSuccess\n", rounds, rounds*n, len(levels)*rounds)
-	if _, err := fmt.Fprintf(c, "done\n"); err != nil {
+	if err := s.Say("done"); err != nil {
 		return err
 	}
 	if neg {
@@ -232,7 +165,7 @@ func run(ctx context.Context, dev, peer string, requester bool, rounds, n int, f
 			return err
 		}
 		fmt.Printf("misaligned atomic write: status %v (%d)\n", w.Status, w.Status)
-		if _, err := fmt.Fprintf(c, "neg\n"); err != nil {
+		if err := s.Say("neg"); err != nil {
 			return err
 		}
 	}
