@@ -89,6 +89,19 @@ func (c *Conn) PrivateData() []byte { return c.privateData }
 // repeat is on).
 func (c *Conn) Attr() cm.QPAttr { return c.attr }
 
+// CommIDs returns the connection's communication IDs (IBA 12.6.1), this
+// side's and the peer's, as its CM messages carry them (ib_cm's local_id
+// and remote_id): for logs, and for reading captures. Both are 0 before
+// the CM has the connection.
+func (c *Conn) CommIDs() (local, remote uint32) {
+	c.m.do(func(time.Time) {
+		if c.cc != nil {
+			local, remote = c.cc.LocalID(), c.cc.RemoteID()
+		}
+	})
+	return local, remote
+}
+
 // Events returns the connection's events: Established, then
 // Disconnected and TimewaitExit. Reading them is optional.
 func (c *Conn) Events() <-chan Event { return c.events }
