@@ -316,22 +316,31 @@ func (e *Engine) srCatchUp(q *QP) {
 	}
 }
 
-// srSACK fills b with the PSNs held beyond the expected one; it reports
-// false when there are none, and a plain ACK will do.
-func (q *QP) srSACK(b bth.SACK) bool {
+// srSACK fills b with the PSNs held beyond the expected one, for a
+// selective ACK that acknowledges PSN acked; it reports false when there
+// are none, and a plain ACK will do. Bit k stands for PSN acked+2+k
+// (bth.SACK). The ACK's PSN is the one its AckReq request left
+// (ackBurst), and packets of the same burst executed after it may have
+// moved the expected PSN on: the bitmap must count from the ACK's PSN,
+// or the requester takes each held PSN for one lower and never resends
+// that one until a timeout.
+func (q *QP) srSACK(b bth.SACK, acked bth.PSN) bool {
 	s := q.sr
 	if s == nil || s.rcvN == 0 {
 		return false
 	}
 	clear(b)
 	// Bit i of rcv is every PSN ≡ i modulo the window; the one held is
-	// the one after the expected PSN, bit k of the SACK.
-	from := uint32(q.resp.psn.Next()) % bth.SACKWindow
+	// the one after the expected PSN, which is after acked+1.
+	next, from := q.resp.psn.Next(), acked.Add(2)
 	for w, word := range s.rcv {
 		for word != 0 {
 			i := uint32(w*64 + bits.TrailingZeros64(word))
 			word &= word - 1
-			b.Set(int((i - from) % bth.SACKWindow))
+			p := next.Add(int((i - uint32(next)) % bth.SACKWindow))
+			if k := p.Diff(from); k >= 0 && k < bth.SACKWindow {
+				b.Set(k)
+			}
 		}
 	}
 	return true
