@@ -215,7 +215,7 @@ func (e *Engine) sendAckMSN(q *QP, syn bth.Syndrome, psn bth.PSN, msn uint32) {
 	bf := bth.BTHFields{Opcode: bth.RCAcknowledge, PSN: psn}
 	e.pf.AETH.Syndrome = syn
 	e.pf.AETH.MSN = msn & bth.QPNMask
-	if q.selective() && syn.Kind() == bth.KindACK && q.srSACK(e.sack[:]) {
+	if q.selective() && syn.Kind() == bth.KindACK && q.srSACK(e.sack[:], psn) {
 		// Selective repeat: the ACK says what is held beyond the gap.
 		bf.Opcode = bth.SelectiveAck
 		lp, dst := e.newPacket(q, &bf, bth.SACKLen, true)

@@ -584,6 +584,14 @@ func (e *Engine) ackBurst(q *QP, psn bth.PSN) {
 func (e *Engine) flushAck(q *QP) {
 	if a := q.resp.ackDue; a.set {
 		q.resp.ackDue = pendingAck{}
+		if r := &q.resp; q.sr != nil && r.rdRes == nil && r.ackPSN == r.psn && a.syn.Kind() == bth.KindACK {
+			// Selective repeat: the SENDs and WRITEs the burst
+			// executed after the request that asked (gap fillers
+			// without AckReq) are acknowledged too (IBA
+			// 9.7.5.1.2), so that the ACK's PSN is where the
+			// selective ACK's bitmap starts.
+			a.psn, a.msn = r.psn.Add(-1), r.msn
+		}
 		e.sendAckMSN(q, a.syn, a.psn, a.msn)
 	}
 }

@@ -63,8 +63,8 @@ type rtoState struct {
 	// rto is the current RTO before backoff, 0 (the IBA timeout) until
 	// the first sample.
 	rto time.Duration
-	// floor is the least RTO: minRTO until a needless retransmission
-	// raises it (duplicateAnswer).
+	// floor is the least RTO: minRTO until needless retransmissions
+	// raise it (duplicateAnswer).
 	floor time.Duration
 	// last is the latest send of a request with AckReq, or progress:
 	// the adaptive deadline counts from it, as TCP restarts its timer
@@ -100,9 +100,21 @@ type rtoState struct {
 	// show it needless.
 	suspect bool
 	// retransPSN is the first PSN the early retransmission resent.
-	retransPSN                       bth.PSN
+	retransPSN bth.PSN
+	// samples counts the RTT samples taken, a clock in round trips.
+	samples                          uint32
 	retransAt, lateSince, answeredAt time.Time
+	// lateSeen: a needless retransmission was found at sample lateAt,
+	// its first copy answered lateWait after it went out.
+	lateWait time.Duration
+	lateAt   uint32
+	lateSeen bool
 }
+
+// lateMemory is how many round trips sampled apart two needless
+// retransmissions may be for the floor to rise: as long as the floor takes
+// to ease back most of the way (1/64 of its excess per sample).
+const lateMemory = 64
 
 // earlyMaxBytes bounds the unanswered data of a QP that retransmits
 // early. The ACK of a request waits behind the QP's own packets ahead of
@@ -168,6 +180,7 @@ func (q *QP) rtoSample() {
 	if rtt <= 0 {
 		return
 	}
+	s.samples++
 	if !s.suspect && s.floor > minRTO {
 		// A round trip with no retransmission: the floor eases back
 		// by 1/64 of its excess, so it falls when stalls stop.
@@ -210,15 +223,20 @@ func (s *rtoState) progressed(now time.Time) {
 // duplicateAnswer handles an answer at now to a request already answered,
 // and reports whether it shows an early retransmission needless: the peer
 // answered both copies, so the first was only late, as a DSACK shows TCP
-// (RFC 3708). The floor then rises to twice the time the late request
-// took (its previous copy's wait, until the first answer), at most ceil.
-// RFC 6298's SRTT + 4·RTTVAR forgets a rare long round
-// trip within a few short ones (RTTVAR loses a quarter each sample), so a
-// peer stalling one answer in seven, as rxe in a TCG guest does, is
+// (RFC 3708). RFC 6298's SRTT + 4·RTTVAR forgets a rare long round trip
+// within a few short ones (RTTVAR loses a quarter each sample), so a peer
+// stalling one answer in seven, as rxe in a TCG guest does, is
 // retransmitted into at nearly every stall: 15 % of a clean send_lat's
-// requests against rxe in the lab. Only an answer to a resent PSN counts,
-// and only for one IBA timeout after the retransmission; later duplicates
-// prove nothing about it.
+// requests against rxe in the lab. When a second needless retransmission
+// follows within lateMemory round trips, the floor rises to twice the
+// time the late request took (its previous copy's wait, until the first
+// answer), the shorter of the two, at most ceil; while it stays raised,
+// each one raises it. A single one is a stall that need not come again,
+// a thread preempted on a loaded host: raised to twice it, the floor made
+// every loss of the next hundred round trips wait for it
+// (TestRareStallLossTail). Only an answer to a resent PSN counts, and only
+// for one IBA timeout after the retransmission; later duplicates prove
+// nothing about it.
 func (s *rtoState) duplicateAnswer(now time.Time, psn bth.PSN, ceil time.Duration) bool {
 	if !s.suspect || psn.Before(s.retransPSN) {
 		// An answer to a request the retransmission did not resend
@@ -237,8 +255,19 @@ func (s *rtoState) duplicateAnswer(now time.Time, psn bth.PSN, ceil time.Duratio
 	if !s.answeredAt.IsZero() {
 		late = s.answeredAt.Sub(s.lateSince)
 	}
-	s.floor = min(ceil, max(s.floor, 2*late))
+	switch {
+	case s.floor >= 2*minRTO:
+		// Raised, and not yet eased back: the peer stalls often.
+		s.floor = min(ceil, max(s.floor, 2*late))
+	case s.lateSeen && s.samples == s.lateAt:
+		// The same stall answering a second request late: no round
+		// trip came between.
+		return true
+	case s.lateSeen && s.samples-s.lateAt <= lateMemory:
+		s.floor = min(ceil, max(s.floor, 2*min(late, s.lateWait)))
+	}
 	s.rto = max(s.rto, s.floor)
+	s.lateSeen, s.lateAt, s.lateWait = true, s.samples, late
 	return true
 }
 

@@ -373,3 +373,33 @@ func TestBulkLossRetries(t *testing.T) {
 		t.Error("the last WRITE's data differs")
 	}
 }
+
+// TestRareStallLossTail: a SEND ping-pong over a 25 µs link dropping 5 %
+// of the packets each way, whose peers stall now and then for 3 ms (a
+// packet in five thousand held, and those behind it: four in the run), as
+// an engine thread preempted on a loaded host does. A stall answers a
+// timed-out ping late, so its retransmission was needless; but one stall
+// says nothing of the next round trips. When the floor rose to twice the
+// first one, every loss of the next hundred round trips waited 6 ms: t_99
+// 7.4 ms and t_max 35 ms here, against 0.6 ms and 3.3 ms now (and over
+// veth on a busy machine, t_99 17.6 ms at 5 % in one run, 44 ms in
+// another). The floor rises only when needless retransmissions repeat
+// (TestStallingPeer's stalling peer).
+func TestRareStallLossTail(t *testing.T) {
+	const n = 3000
+	for _, mode := range []RetransFlags{0, RetransSelective} {
+		f := netem.Faults{Delay: 25 * us, Drop: 0.05, Stall: 3 * time.Millisecond, StallRate: 0.0002}
+		p := newPair(t, pairConfig{mtu: 1024, faults: f, seed: 1, retry: 7, timeout: 14, retrans: mode})
+		lat := pingPong(t, p, n)
+		slices.Sort(lat)
+		a, b := p.a.qp.Counters, p.b.qp.Counters
+		stalled := p.a.l.FaultStats().Stalled + p.b.l.FaultStats().Stalled
+		t99 := lat[len(lat)*99/100]
+		t.Logf("mode %#x: t_typical %v t_99 %v t_99.9 %v t_max %v, %d stalls, %d timeouts (%d found needless), floor %v / %v",
+			mode, lat[len(lat)/2], t99, lat[len(lat)*999/1000], lat[len(lat)-1], stalled,
+			a.Timeouts+b.Timeouts, a.SpuriousRetrans+b.SpuriousRetrans, p.a.qp.rto.floor, p.b.qp.rto.floor)
+		if worst := lat[len(lat)-1]; t99 > 2*time.Millisecond || worst > 10*time.Millisecond {
+			t.Errorf("mode %#x: t_99 %v, t_max %v with %d rare stalls, want at most 2 and 10 ms", mode, t99, worst, stalled)
+		}
+	}
+}

@@ -181,3 +181,83 @@ func TestSelectiveRepeatReadResendsOnlyLost(t *testing.T) {
 		t.Errorf("go-back-N %.2f, selective repeat %.2f: no gain", ratio[0], ratio[RetransSelective])
 	}
 }
+
+// TestSelectiveRepeatSACKPerLoss: a bulk WRITE flow whose engines take
+// one packet per turn, as a busy engine on a real link does, so that each
+// turn can answer only what it just received. At 5 % drop the responder
+// answers a packet ahead of a gap only when it asked for an ACK, or when
+// it is the third held after a missing PSN (the moment the requester can
+// tell that one lost): about two answers more per loss than the clean
+// flow (that one and the resend's), not one per packet while a gap is
+// open (9.4 per drop before; 4.5 over veth). Loss recovery stays the
+// selective ACKs' business, not the timer's.
+func TestSelectiveRepeatSACKPerLoss(t *testing.T) {
+	const n, size = 64, 64 << 10
+	flow := func(drop float64) *pair {
+		p := newPair(t, pairConfig{mtu: 1024, faults: netem.Faults{Drop: drop, Delay: 10 * time.Microsecond}, seed: 11, retry: 7, rnrRetry: 7, mem: 1 << 20, retrans: RetransSelective})
+		fill(p.a.mem, 5)
+		var wcs []Completion
+		posted := 0
+		for i := 0; len(wcs) < n; i++ {
+			if i > 10_000_000 {
+				t.Fatal("flow did not finish")
+			}
+			for posted < n && posted-len(wcs) < 8 {
+				off := posted * size % (len(p.a.mem) - size + 1)
+				wr := SendWR{ID: uint64(posted), Opcode: WRWrite, Flags: FlagSignaled, SGL: []SGE{p.a.sge(off, size)}, RemoteAddr: memBase + uint64(off), RKey: p.b.mr.RKey}
+				if err := p.a.qp.PostSend(p.now, &wr); err != nil {
+					t.Fatal(err)
+				}
+				posted++
+			}
+			if !p.stepEach(1) && !p.advance() {
+				t.Fatalf("pair went quiet: a %+v / b %+v", p.a.e.Stats(), p.b.e.Stats())
+			}
+			k := p.a.scq.Poll(p.a.wc[:])
+			wcs = append(wcs, p.a.wc[:k]...)
+		}
+		for i, wc := range wcs {
+			if wc.Status != WCSuccess || wc.WRID != uint64(i) {
+				t.Fatalf("drop %v: completion %d: %+v", drop, i, wc)
+			}
+		}
+		if !bytes.Equal(p.a.mem, p.b.mem) {
+			t.Fatalf("drop %v: the responder's memory differs", drop)
+		}
+		return p
+	}
+	clean := flow(0).b.qp.Counters.TxPackets
+	p := flow(0.05)
+	a, b := p.a.qp.Counters, p.b.qp.Counters
+	reqDropped := p.a.l.FaultStats().Dropped
+	dropped := reqDropped + p.b.l.FaultStats().Dropped
+	extra := float64(b.TxPackets-clean) / float64(dropped)
+	t.Logf("clean: %d answers; 5 %%: %d dropped (%d requests), %d placed ahead, %d answers (%.2f more per drop), %d of them selective, %d resent, %d timeouts",
+		clean, dropped, reqDropped, b.PlacedAhead, b.TxPackets, extra, b.SACKsSent, a.Retransmits, a.Timeouts)
+	if extra > 2.5 {
+		t.Errorf("%.2f answers more than the clean flow per packet dropped, want at most 2.5", extra)
+	}
+	if float64(a.Retransmits) > 1.5*float64(reqDropped) {
+		t.Errorf("%d requests resent for %d dropped, want at most 1.5 per drop", a.Retransmits, reqDropped)
+	}
+	if a.Timeouts*10 > reqDropped {
+		t.Errorf("%d timeouts for %d requests dropped: the timer found the losses", a.Timeouts, reqDropped)
+	}
+}
+
+// stepEach is step with each engine taking at most n packets per turn.
+func (p *pair) stepEach(n int) bool {
+	did := false
+	for _, s := range []*side{p.a, p.b} {
+		if k, _ := s.l.Recv(s.rx[:n]); k > 0 {
+			s.e.Receive(p.now, s.rx[:k])
+			s.l.Release(s.rx[:k])
+			did = true
+		}
+		s.e.Process(p.now)
+		if s.e.Busy() {
+			did = true
+		}
+	}
+	return did
+}
