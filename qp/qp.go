@@ -256,10 +256,15 @@ func (q *QP) PostSend(now time.Time, wr *SendWR) error {
 	if inline {
 		w.inline = append(w.inline, wr.InlineData...)
 		length = uint64(len(wr.InlineData))
+	} else if len(wr.SGL) == 1 {
+		// The common WR: one store into the WQE's own SGL (its
+		// capacity is MaxSendSGE, at least 1), not append's copy.
+		w.sge = append(w.sge[:0], wr.SGL[0])
+		length = uint64(wr.SGL[0].Length)
 	} else {
 		w.sge = append(w.sge, wr.SGL...)
-		for _, g := range wr.SGL {
-			length += uint64(g.Length)
+		for i := range wr.SGL {
+			length += uint64(wr.SGL[i].Length)
 		}
 	}
 	if wr.Opcode == WRFlush {
