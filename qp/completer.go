@@ -191,7 +191,7 @@ func (e *Engine) completeOp(q *QP, p *bth.Packet, op bth.Opcode) {
 			return
 
 		case compDone:
-			if progress && q.sr != nil && q.sr.rdHeldN > 0 {
+			if progress && q.selective() && q.sr.rdHeldN > 0 {
 				// READ responses that came ahead (sr.go).
 				e.srReadCatchUp(q)
 			}

@@ -187,7 +187,8 @@ type QP struct {
 	rto    rtoState
 	rq     recvQueue
 	srqWQE recvWQE // the WQE taken from the SRQ, in progress
-	// sr is selective repeat's state (sr.go), when the QP does it.
+	// sr is selective repeat's state (sr.go), set exactly when the QP
+	// does it (srModified).
 	sr *srState
 }
 
@@ -422,9 +423,7 @@ func (q *QP) reset() {
 	res := q.resp.res
 	clear(res)
 	q.req, q.comp, q.resp = requester{}, completer{}, responder{res: res[:0]}
-	if q.sr != nil {
-		*q.sr = srState{}
-	}
+	q.sr = nil // as the attributes: none until Modify asks for it
 	q.resp.opcode = opNone
 	q.comp.opcode = opNone
 	q.attr = Attr{}

@@ -265,7 +265,7 @@ func (e *Engine) respond(q *QP, p *bth.Packet) {
 func (e *Engine) respondWrite(q *QP, p *bth.Packet, h bth.BTH, psn bth.PSN, op bth.Opcode) bool {
 	r := &q.resp
 	if op-bth.RCWriteFirst > bth.RCWriteOnly-bth.RCWriteFirst || op == bth.RCWriteLastImm ||
-		psn != r.psn || q.sr != nil || q.selective() || h.Placed() || q.attr.AccessFlags&AccessRemoteWrite == 0 ||
+		psn != r.psn || q.selective() || h.Placed() || q.attr.AccessFlags&AccessRemoteWrite == 0 ||
 		!opSeqOK(r.opcode, op) {
 		return false
 	}
