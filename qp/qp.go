@@ -156,6 +156,11 @@ type QP struct {
 	// set when one is queued and cleared by Process once it finds none,
 	// so a QP that only requests never touches resp's line in Process.
 	responding bool
+	// ccNone: the congestion control is none (ccState's inert, not
+	// paced, no ECT), here in the padding of the QP's first line so that
+	// the per-packet cc hooks of such a QP are one branch on a line the
+	// packet reads anyway, and an ACK it sends touches no cc line.
+	ccNone bool
 	// mtu is the path MTU's payload bytes, 32 bits to fit in the
 	// header's padding: a 64-bit int here would push cfg.Type and the
 	// last per-packet counter a line further (TestQPLayout).
