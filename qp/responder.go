@@ -273,10 +273,11 @@ func (e *Engine) respondWrite(q *QP, p *bth.Packet, h bth.BTH, psn bth.PSN, op b
 	n := uint32(len(data))
 	mtu := uint32(q.mtu)
 	va, resid, mr := r.va, r.resid, r.mr
+	rkey, length := r.rkey, r.length
 	switch op {
 	case bth.RCWriteOnly, bth.RCWriteFirst:
 		reth := p.RETH()
-		rkey, length := reth.RKey(), reth.DMALen()
+		rkey, length = reth.RKey(), reth.DMALen()
 		// C9-92 and C9-94; a zero-length WRITE (C9-88) takes the
 		// general path.
 		if op == bth.RCWriteOnly && n > mtu || op == bth.RCWriteFirst && n != mtu ||
@@ -289,7 +290,6 @@ func (e *Engine) respondWrite(q *QP, p *bth.Packet, h bth.BTH, psn bth.PSN, op b
 				return false
 			}
 		}
-		r.rkey, r.length = rkey, length
 	case bth.RCWriteMiddle:
 		if n != mtu || mr == nil {
 			return false
@@ -316,6 +316,7 @@ func (e *Engine) respondWrite(q *QP, p *bth.Packet, h bth.BTH, psn bth.PSN, op b
 	copy(dst, data) // n <= resid, checked above
 	r.sentPSNNAK = false
 	r.va, r.resid, r.mr = va+uint64(n), resid-n, mr
+	r.rkey, r.length = rkey, length
 	r.psn = psn.Next()
 	r.ackPSN = r.psn
 	r.opcode = op
