@@ -122,6 +122,7 @@ func (e *Engine) ccInit(q *QP, cfg *cc.Config) error {
 	s.paced = c.Kind != cc.KindNone
 	s.inert = c.Kind == cc.KindNone
 	s.ect = c.Kind != cc.KindNone
+	q.ccNone = c.Kind == cc.KindNone
 	s.rate = alg.Rate()
 	s.pacer = cc.NewPacer(s.rate, burst)
 	clear(s.sent[:])
@@ -156,6 +157,9 @@ func (q *QP) CCKind() cc.Kind { return q.cc.kind }
 // of about n bytes of payload: for the pacer (then its timer is armed) or
 // for the algorithm's window (then an ACK schedules the QP).
 func (e *Engine) ccHold(q *QP, n int) bool {
+	if q.ccNone {
+		return false
+	}
 	s := q.cc
 	if s.inert {
 		return false
@@ -182,6 +186,9 @@ func (e *Engine) ccHold(q *QP, n int) bool {
 // IBA timer fired (Swift through a 1 Gb/s bottleneck: 544 packets, then
 // nothing for the 67 ms local ACK timeout, over and over).
 func (e *Engine) ccWindowFull(q *QP) bool {
+	if q.ccNone {
+		return false
+	}
 	s := q.cc
 	if s.inert {
 		return false
@@ -245,7 +252,7 @@ func (e *Engine) ccSentResponse(q *QP, wire int) {
 // request or READ response instead. It feeds no byte counter: DCQCN
 // counts the QP's data.
 func (e *Engine) ccSentAck(q *QP, lp *link.Packet) {
-	if lp != nil && q.cc.paced {
+	if lp != nil && !q.ccNone && q.cc.paced {
 		q.cc.pacer.Take(e.now, lp.Len+ipUDPLen)
 	}
 }
@@ -256,6 +263,9 @@ func (e *Engine) ccSentAck(q *QP, lp *link.Packet) {
 // packets, and then a request with nothing wrong would time out. Asking at
 // least every eighth of the timeout keeps the ACK timer meaning loss.
 func (e *Engine) ccAckDue(q *QP) bool {
+	if q.ccNone {
+		return false
+	}
 	s := q.cc
 	if !s.paced {
 		return false

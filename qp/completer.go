@@ -136,6 +136,22 @@ func (e *Engine) completeOp(q *QP, p *bth.Packet, op bth.Opcode) {
 			progress = true
 			e.schedule(q) // credits, fence or window may have opened
 			if state == compCompWQE {
+				// The other SEND and WRITE WQEs a coalesced ACK
+				// covers whole (IBA 9.7.5.1.2) complete as this one
+				// did, by checkPSN's first case, without a turn of
+				// the state machine each; the retry counts were
+				// renewed for the first of them.
+				for q.sq.head != q.sq.tail {
+					w = q.sq.at(q.sq.head)
+					if w.state != wqePending || !psn.After(w.lastPSN) || w.wr.Opcode.isReadAtomic() {
+						break
+					}
+					if !w.lastPSN.Before(q.comp.psn) {
+						q.comp.psn = w.lastPSN.Next()
+						q.comp.opcode = opNone
+					}
+					q.completeSend(w)
+				}
 				state = compGetWQE
 				continue
 			}
@@ -177,7 +193,7 @@ func (e *Engine) completeOp(q *QP, p *bth.Packet, op bth.Opcode) {
 			return
 
 		case compDone:
-			if progress && q.sr != nil && q.sr.rdHeldN > 0 {
+			if progress && q.selective() && q.sr.rdHeldN > 0 {
 				// READ responses that came ahead (sr.go).
 				e.srReadCatchUp(q)
 			}

@@ -575,7 +575,7 @@ func (e *Engine) newPacket(q *QP, bf *bth.BTHFields, payloadLen int, response bo
 	switch {
 	case e.ChooseTOS != nil:
 		lp.TOS = e.ChooseTOS(q, response)
-	case q.cc.ect && (!response || payloadLen > 0):
+	case !q.ccNone && q.cc.ect && (!response || payloadLen > 0):
 		// Requests and READ responses carry ECT(0); ACKs stay
 		// Not-ECT, as ConnectX sends them.
 		lp.TOS = q.attr.TrafficClass&^3 | link.ECT0

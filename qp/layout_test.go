@@ -26,6 +26,7 @@ func TestQPLayout(t *testing.T) {
 	}{
 		{"the type and PD share the attributes' line of the destination", line(cfg+unsafe.Offsetof(q.cfg.Type)) == line(attr+unsafe.Offsetof(q.attr.DestQPN)) &&
 			line(cfg+unsafe.Offsetof(q.cfg.PD)+3) == line(attr+unsafe.Offsetof(q.attr.DestQPN))},
+		{"ccNone lies in the first line, with the state", line(unsafe.Offsetof(q.ccNone)) == line(unsafe.Offsetof(q.state)) && line(unsafe.Offsetof(q.ccNone)) == 0},
 		{"the per-packet counters take one line", line(ctr) == line(ctr+unsafe.Offsetof(q.Counters.CompletedSends)+7)},
 		{"a send WQE is four lines", unsafe.Sizeof(sendWQE{}) == 256},
 		{"a one-SGE WQE's SGL lies in its first three lines", unsafe.Offsetof(sendWQE{}.mrBuf)+8+8 <= 192},

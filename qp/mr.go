@@ -192,7 +192,8 @@ func (t *MRTable) LookupRemote(key, pd, qpn uint32, need Access) *MR {
 // checks rxe makes when a WQE's data is first touched (lookup_mr,
 // mr_check_range). It reports false at the first SGE that fails them.
 func (t *MRTable) resolveSGL(mrs []*MR, sge []SGE, pd uint32, need Access) ([]*MR, bool) {
-	for _, g := range sge {
+	for i := range sge {
+		g := &sge[i]
 		if g.Length == 0 {
 			mrs = append(mrs, nil)
 			continue
@@ -215,7 +216,8 @@ func (t *MRTable) resolveSGL(mrs []*MR, sge []SGE, pd uint32, need Access) ([]*M
 // WQE was first used (nil for an empty SGE), as rxe's copy_data walks a
 // WQE's DMA state. It stops when b or the SGL runs out.
 func copySGL(sge []SGE, mrs []*MR, off uint32, b []byte, in bool) {
-	for i, g := range sge {
+	for i := range sge {
+		g := &sge[i]
 		if len(b) == 0 {
 			return
 		}

@@ -166,6 +166,11 @@ type QP struct {
 	// set when one is queued and cleared by Process once it finds none,
 	// so a QP that only requests never touches resp's line in Process.
 	responding bool
+	// ccNone: the congestion control is none (ccState's inert, not
+	// paced, no ECT), here in the padding of the QP's first line so that
+	// the per-packet cc hooks of such a QP are one branch on a line the
+	// packet reads anyway, and an ACK it sends touches no cc line.
+	ccNone bool
 	// mtu is the path MTU's payload bytes, 32 bits to fit in the
 	// header's padding: a 64-bit int here would push cfg.Type and the
 	// last per-packet counter a line further (TestQPLayout).
@@ -197,7 +202,8 @@ type QP struct {
 	rto    rtoState
 	rq     recvQueue
 	srqWQE recvWQE // the WQE taken from the SRQ, in progress
-	// sr is selective repeat's state (sr.go), when the QP does it.
+	// sr is selective repeat's state (sr.go), set exactly when the QP
+	// does it (srModified).
 	sr *srState
 }
 
@@ -281,10 +287,15 @@ func (q *QP) PostSend(now time.Time, wr *SendWR) error {
 	if inline {
 		w.inline = append(w.inline, wr.InlineData...)
 		length = uint64(len(wr.InlineData))
+	} else if len(wr.SGL) == 1 {
+		// The common WR: one store into the WQE's own SGL (its
+		// capacity is MaxSendSGE, at least 1), not append's copy.
+		w.sge = append(w.sge[:0], wr.SGL[0])
+		length = uint64(wr.SGL[0].Length)
 	} else {
 		w.sge = append(w.sge, wr.SGL...)
-		for _, g := range wr.SGL {
-			length += uint64(g.Length)
+		for i := range wr.SGL {
+			length += uint64(wr.SGL[i].Length)
 		}
 	}
 	if wr.Opcode == WRFlush {
@@ -442,9 +453,7 @@ func (q *QP) reset() {
 	res := q.resp.res
 	clear(res)
 	q.req, q.comp, q.resp = requester{}, completer{}, responder{res: res[:0]}
-	if q.sr != nil {
-		*q.sr = srState{}
-	}
+	q.sr = nil // as the attributes: none until Modify asks for it
 	q.resp.opcode = opNone
 	q.comp.opcode = opNone
 	q.attr = Attr{}

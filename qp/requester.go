@@ -380,7 +380,7 @@ func (e *Engine) buildRequest(q *QP, w *sendWQE, psn bth.PSN, off, readLen uint3
 			q.req.noackPkts = 0
 		}
 	}
-	if bf.AckReq && q.cc.paced {
+	if bf.AckReq && !q.ccNone && q.cc.paced {
 		// Only ccAckDue reads it, for a paced QP; an unpaced one
 		// leaves the line it lies in alone.
 		q.cc.ackReqAt = e.now

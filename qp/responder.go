@@ -103,6 +103,9 @@ func (e *Engine) respond(q *QP, p *bth.Packet) {
 	h := p.BTH()
 	psn := h.PSN()
 	op := p.Opcode()
+	if e.respondWrite(q, p, h, psn, op) {
+		return
+	}
 	info := p.Info()
 	var pl bth.SRPlace
 	if info.Mask&(bth.Write|bth.HasRETH) == bth.Write && (q.selective() || h.Placed()) {
@@ -247,6 +250,86 @@ func (e *Engine) respond(q *QP, p *bth.Packet) {
 			return
 		}
 	}
+}
+
+// respondWrite is respond's path for the common request: an RC WRITE
+// without immediate data (FIRST, MIDDLE, LAST or ONLY) at the expected PSN
+// on a QP without selective repeat. It makes the checks of respond's
+// states in their order (PSN, opcode sequence, access, length, R_Key,
+// range, pad) in one pass and executes the packet. On any other packet or
+// any failed check it changes nothing and reports false, and the state
+// machine takes the packet from the start and answers it as IBA requires.
+//
+// The region of the previous message is kept in r.mr: a new message with
+// the same R_Key reuses it when it is still registered (MR.valid, cleared
+// by Deregister) and still allows the QP's PD and remote write, which is
+// what MRTable.Lookup would check; the range is checked per message.
+func (e *Engine) respondWrite(q *QP, p *bth.Packet, h bth.BTH, psn bth.PSN, op bth.Opcode) bool {
+	r := &q.resp
+	if op-bth.RCWriteFirst > bth.RCWriteOnly-bth.RCWriteFirst || op == bth.RCWriteLastImm ||
+		psn != r.psn || q.selective() || h.Placed() || q.attr.AccessFlags&AccessRemoteWrite == 0 ||
+		!opSeqOK(r.opcode, op) {
+		return false
+	}
+	data := p.Payload()
+	n := uint32(len(data))
+	mtu := uint32(q.mtu)
+	va, resid, mr := r.va, r.resid, r.mr
+	rkey, length := r.rkey, r.length
+	switch op {
+	case bth.RCWriteOnly, bth.RCWriteFirst:
+		reth := p.RETH()
+		rkey, length = reth.RKey(), reth.DMALen()
+		// C9-92 and C9-94; a zero-length WRITE (C9-88) takes the
+		// general path.
+		if op == bth.RCWriteOnly && n > mtu || op == bth.RCWriteFirst && n != mtu ||
+			length == 0 || length > 1<<31 {
+			return false
+		}
+		va, resid = reth.VA(), length
+		if mr == nil || !mr.valid || mr.RKey != rkey || mr.PD != q.cfg.PD || mr.Access&AccessRemoteWrite == 0 {
+			if mr = e.MRs.Lookup(rkey, q.cfg.PD, AccessRemoteWrite); mr == nil {
+				return false
+			}
+		}
+	case bth.RCWriteMiddle:
+		if n != mtu || mr == nil {
+			return false
+		}
+	default: // LAST
+		if n == 0 || n > mtu || mr == nil {
+			return false
+		}
+	}
+	pad := p.PadCnt()
+	if resid > mtu {
+		if n != mtu || pad != 0 {
+			return false
+		}
+	} else if n != resid || pad != int(-resid&3) {
+		return false
+	}
+	// The range check of rxe's check_rkey, on every packet: the rest of
+	// the message must lie in the region.
+	dst, ok := mr.slice(va, uint64(resid))
+	if !ok {
+		return false
+	}
+	copy(dst, data) // n <= resid, checked above
+	r.sentPSNNAK = false
+	r.va, r.resid, r.mr = va+uint64(n), resid-n, mr
+	r.rkey, r.length = rkey, length
+	r.psn = psn.Next()
+	r.ackPSN = r.psn
+	r.opcode = op
+	if op == bth.RCWriteOnly || op == bth.RCWriteLast {
+		r.msn++
+		r.opcode = opNone
+	}
+	if h.AckReq() {
+		e.ackBurst(q, psn)
+	}
+	return true
 }
 
 // opSeqOK checks a request's opcode against the last one of the message in

@@ -116,6 +116,10 @@ func (q *QP) selective() bool { return q.attr.Retrans&RetransSelective != 0 }
 // the QP starts from.
 func (q *QP) srModified(mask AttrMask) {
 	if !q.selective() || q.cfg.Type != QPTypeRC {
+		// An RC QP has sr exactly when it does selective repeat, so
+		// the hot paths ask q.selective(), whose line they read
+		// anyway, rather than load sr from the QP's last line.
+		q.sr = nil
 		return
 	}
 	if q.sr == nil {
