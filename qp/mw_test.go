@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/uroce/uroce/bth"
 	"github.com/uroce/uroce/pkg/netem"
 )
 
@@ -337,5 +338,49 @@ func TestLocalInvAndFastReg(t *testing.T) {
 	}
 	if b.e.MRs.LookupRemote(p.bmr.RKey, 1, b.qp.QPN(), AccessRemoteWrite) == nil {
 		t.Fatal("a registered region was invalidated")
+	}
+}
+
+// TestWindowFastPath: the responder's one-pass WRITE path keeps the last
+// message's region for the next, but never a window's: a type 2 window
+// invalidated and bound again for another QP, under a new key, must not
+// answer this QP through the region it kept (C10-72's QP association).
+func TestWindowFastPath(t *testing.T) {
+	c := New(t)
+	defer c.Cleanup()
+	tb := &c.E.MRs
+	mr, err := tb.Register(1, c.Mem, ctxMemBase, accessAll|AccessMWBind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _ := tb.AllocMW(1, MWType2)
+	rw := AccessRemoteWrite | AccessRemoteRead
+	bind := func(qpn uint32) uint32 {
+		t.Helper()
+		key := w.NextRKey()
+		if err := tb.bind(qpn, 1, &MWBind{MWKey: w.RKey(), RKey: key, MRKey: mr.LKey, Addr: ctxMemBase + 1024, Length: 1024, Access: rw}); err != nil {
+			t.Fatal(err)
+		}
+		return key
+	}
+	write := func(key uint32, b byte) {
+		c.SendRequest(bth.RCWriteOnly, &bth.PacketFields{RETH: bth.RETHFields{VA: ctxMemBase + 1024, RKey: key, DMALen: 8}}, bytes.Repeat([]byte{b}, 8), true)
+	}
+	k1 := bind(c.QP.QPN())
+	write(k1, 1)
+	c.Expect(opcodeIs(bth.RCAcknowledge), aethIs(ack, 1))
+	write(k1, 2) // the kept region's path
+	c.Expect(opcodeIs(bth.RCAcknowledge), aethIs(ack, 2))
+	if c.Mem[1024] != 2 {
+		t.Fatalf("WRITEs through the window landed as %d", c.Mem[1024])
+	}
+	if err := tb.invalidate(c.QP.QPN(), 1, k1); err != nil {
+		t.Fatal(err)
+	}
+	k2 := bind(c.QP.QPN() + 1)
+	write(k2, 3)
+	c.Expect(opcodeIs(bth.RCAcknowledge), aethIs(bth.NAK(bth.NAKRemoteAccessError), 2))
+	if c.Mem[1024] != 2 {
+		t.Fatal("a window bound to another QP took this QP's WRITE")
 	}
 }

@@ -261,9 +261,10 @@ func (e *Engine) respond(q *QP, p *bth.Packet) {
 // machine takes the packet from the start and answers it as IBA requires.
 //
 // The region of the previous message is kept in r.mr: a new message with
-// the same R_Key reuses it when it is still registered (MR.valid, cleared
-// by Deregister) and still allows the QP's PD and remote write, which is
-// what MRTable.Lookup would check; the range is checked per message.
+// the same R_Key reuses it when it is still valid (MR.valid, cleared by
+// Deregister and by invalidation) and still allows the QP's PD and remote
+// write, which is what MRTable.LookupRemote would check; the range is
+// checked per message. A window's view is never reused (mw.go).
 func (e *Engine) respondWrite(q *QP, p *bth.Packet, h bth.BTH, psn bth.PSN, op bth.Opcode) bool {
 	r := &q.resp
 	if op-bth.RCWriteFirst > bth.RCWriteOnly-bth.RCWriteFirst || op == bth.RCWriteLastImm ||
@@ -287,8 +288,11 @@ func (e *Engine) respondWrite(q *QP, p *bth.Packet, h bth.BTH, psn bth.PSN, op b
 			return false
 		}
 		va, resid = reth.VA(), length
-		if mr == nil || !mr.valid || mr.RKey != rkey || mr.PD != q.cfg.PD || mr.Access&AccessRemoteWrite == 0 {
-			if mr = e.MRs.Lookup(rkey, q.cfg.PD, AccessRemoteWrite); mr == nil {
+		// A window's view is looked up afresh for every message: it
+		// may have been invalidated and bound again, under a new key,
+		// for another QP (LookupRemote's type 2 check).
+		if mr == nil || !mr.valid || mr.win != nil || mr.RKey != rkey || mr.PD != q.cfg.PD || mr.Access&AccessRemoteWrite == 0 {
+			if mr = e.MRs.LookupRemote(rkey, q.cfg.PD, q.qpn, AccessRemoteWrite); mr == nil {
 				return false
 			}
 		}
