@@ -171,12 +171,13 @@ func (t *MRTable) slotOf(key uint32) (*mrSlot, uint32) {
 // (its NextKey): a consumer picks it before posting the WR, as IBA lets
 // it pick a key's low byte (10.6.3.4), and nothing else may change.
 func (t *MRTable) rekeySlot(idx, key uint32) bool {
-	if key == 0 || t.keys.decrypt(key)>>keyGenBits != idx {
+	v := t.keys.decrypt(key)
+	if key == 0 || v>>keyGenBits != idx {
 		return false
 	}
 	s := &t.slots[idx]
 	s.key = key
-	s.gen = uint16(t.keys.decrypt(key) & keyGenMask)
+	s.gen = uint16(v & keyGenMask)
 	t.recent[uint8(key)] = idx
 	return true
 }

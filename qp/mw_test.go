@@ -316,11 +316,14 @@ func TestLocalInvAndFastReg(t *testing.T) {
 	if wc := p.post(b, SendWR{Opcode: WRLocalInv, InvalidateRKey: key}); wc.Status != WCSuccess || wc.Opcode != WCLocalInv {
 		t.Fatalf("LOCAL_INV: %+v", wc)
 	}
-	if wc := p.post(b, SendWR{Opcode: WRLocalInv, InvalidateRKey: p.bmr.LKey}); wc.Status != WCLocQPOpErr || b.qp.State() != StateErr {
-		t.Fatalf("LOCAL_INV of a registered region: %+v, QP %s", wc, b.qp.State())
-	}
-	if wc := p.post(a, SendWR{Opcode: WRWrite, SGL: []SGE{a.sge(0, 17)}, RemoteAddr: memBase + 1<<20 + 65536 + 8, RKey: key}); wc.Status == WCSuccess {
+	if wc := p.post(a, SendWR{Opcode: WRWrite, SGL: []SGE{a.sge(0, 17)}, RemoteAddr: memBase + 1<<20 + 65536 + 8, RKey: key}); wc.Status != WCRemAccessErr {
 		t.Fatalf("WRITE to an invalidated region: %+v", wc)
+	}
+
+	// LOCAL_INV of a registered region, on a fresh pair: refused.
+	p = newMWPair(t, netem.Faults{})
+	if wc := p.post(p.b, SendWR{Opcode: WRLocalInv, InvalidateRKey: p.bmr.LKey}); wc.Status != WCLocQPOpErr || p.b.qp.State() != StateErr {
+		t.Fatalf("LOCAL_INV of a registered region: %+v, QP %s", wc, p.b.qp.State())
 	}
 
 	// Class J on a fresh pair.
