@@ -28,18 +28,7 @@ func TestZeroCopyRxe(t *testing.T) {
 	ug, rg := gs[0], gs[1] // uroce's guest, rxe's
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	p, err := ug.Put(bin, "uroce-perf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// From the guest's tmpfs: no 9p reads while it runs.
-	if r, err := ug.Run(ctx, "cp "+p+" /tmp/uroce-perf"); err != nil || r.Err() != nil {
-		t.Fatalf("%s: copy uroce-perf: %v %v", ug.Name, err, r.Err())
-	}
-	// uroce takes UDP port 4791, which rdma_rxe holds while loaded.
-	if err := ug.RemoveRxe(ctx); err != nil {
-		t.Fatal(err)
-	}
+	installUrocePerf(t, ctx, ug, bin)
 	uroce := func(test, bind string, size, iters int) string {
 		return fmt.Sprintf("/tmp/uroce-perf %s --link afxdp --xdp_bind %s -d eth0 -F -n %d -s %d --timeout 1m --stats", test, bind, iters, size)
 	}
