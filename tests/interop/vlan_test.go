@@ -29,18 +29,7 @@ func TestVLANRxe(t *testing.T) {
 	ug, rg := gs[0], gs[1] // uroce's guest, rxe's
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	p, err := ug.Put(bin, "uroce-perf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// From the guest's tmpfs: no 9p reads while it runs.
-	if r, err := ug.Run(ctx, "cp "+p+" /tmp/uroce-perf"); err != nil || r.Err() != nil {
-		t.Fatalf("%s: copy uroce-perf: %v %v", ug.Name, err, r.Err())
-	}
-	// uroce takes UDP port 4791, which rdma_rxe holds while loaded.
-	if err := ug.RemoveRxe(ctx); err != nil {
-		t.Fatal(err)
-	}
+	installUrocePerf(t, ctx, ug, bin)
 	vaddr := func(g int) netip.Prefix { return netip.MustParsePrefix(fmt.Sprintf("10.78.0.%d/24", 10+g)) }
 	if err := ug.AddVLAN(ctx, vlanID, vaddr(1)); err != nil {
 		t.Fatal(err)
@@ -116,6 +105,23 @@ func TestVLANRxe(t *testing.T) {
 				t.Errorf("capture: %d of %d RoCE packets not on VLAN %d between its addresses", untagged, stats.Packets, vlanID)
 			}
 		})
+	}
+}
+
+// installUrocePerf puts uroce-perf at /tmp/uroce-perf in g, from the
+// guest's tmpfs so that no 9p read runs beside it, and unloads rdma_rxe
+// there, which holds the UDP port uroce takes (4791) while loaded.
+func installUrocePerf(t *testing.T, ctx context.Context, g *lab.Guest, bin string) {
+	t.Helper()
+	p, err := g.Put(bin, "uroce-perf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := g.Run(ctx, "cp "+p+" /tmp/uroce-perf"); err != nil || r.Err() != nil {
+		t.Fatalf("%s: copy uroce-perf: %v %v", g.Name, err, r.Err())
+	}
+	if err := g.RemoveRxe(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
 

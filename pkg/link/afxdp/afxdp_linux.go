@@ -74,7 +74,9 @@ type Config struct {
 	// Spin bounds WaitHybrid's spinning; default 50µs.
 	Spin time.Duration
 	// BusyPoll is the SO_BUSY_POLL time; default 20µs with WaitBusyPoll
-	// and WaitHybrid, off with WaitPoll. Negative turns it off.
+	// and WaitHybrid, off with WaitPoll. Negative turns it off. It is
+	// always off where a zero-copy bind may be made on a driver that
+	// transmits from a NAPI of its own (virtio_net; see quirks.go).
 	BusyPoll time.Duration
 	// NeighborMAC, when set, is the next hop's MAC for every destination,
 	// and no route lookup is made.
@@ -133,6 +135,10 @@ func Open(cfg Config) (_ *Link, err error) {
 	if cfg.Spin == 0 {
 		cfg.Spin = 50 * time.Microsecond
 	}
+	driver := driverName(cfg.Interface)
+	if quirks[driver].txOwnNAPI && cfg.BindMode != xdp.BindCopy {
+		cfg.BusyPoll = -1
+	}
 	if cfg.BusyPoll == 0 && cfg.Wait != WaitPoll {
 		cfg.BusyPoll = 20 * time.Microsecond
 	}
@@ -179,6 +185,11 @@ func Open(cfg Config) (_ *Link, err error) {
 
 	queues := cfg.Queues
 	if queues == nil {
+		if ch, err := channels(cfg.Interface); err == nil {
+			if err := checkChannels(cfg.Interface, driver, ch); err != nil {
+				return nil, err
+			}
+		}
 		n := rxQueues(cfg.Interface)
 		if n <= 0 {
 			n = 1

@@ -21,6 +21,10 @@
 #             private apt configuration under $UROCE_LAB_CACHE/apt/trixie
 #             (its own sources list, package lists and cache), so that the
 #             host's apt state is never touched
+#   trixie-backports
+#             trixie's user space with trixie-backports' kernel (7.x), the
+#             first whose virtio-net does AF_XDP zero-copy; ethtool too,
+#             to set the NIC's queues
 #
 # The image directory holds:
 #   vmlinuz        Debian's kernel (linux-image-amd64's ABI package)
@@ -39,7 +43,7 @@ flavour=${UROCE_LAB_FLAVOUR:-}
 for a in "$@"; do
 	case $a in
 	-q) quiet=1 ;;
-	-*) echo "usage: build.sh [-q] [bookworm|trixie]" >&2; exit 2 ;;
+	-*) echo "usage: build.sh [-q] [bookworm|trixie|trixie-backports]" >&2; exit 2 ;;
 	*) flavour=$a ;;
 	esac
 done
@@ -56,9 +60,13 @@ die() { echo "lab-build: error: $*" >&2; exit 1; }
 # resolver), so nothing apt keeps for the host is read or written.
 APT=()
 apt_lists=/var/lib/apt/lists
+suites=$flavour
 case $flavour in
 bookworm) ;;
-trixie)
+trixie | trixie-backports)
+	# Backports' packages have priority 100, so only the kernel, pinned
+	# below, comes from there; the rest is trixie's.
+	[ $flavour = trixie ] || suites="trixie trixie-backports"
 	usrmerged=1
 	keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 	[ -r "$keyring" ] || die "no $keyring (package debian-archive-keyring)"
@@ -73,7 +81,7 @@ trixie)
 		-o "Dir::State::status=/dev/null"
 		-o "APT::Sandbox::User=root")
 	;;
-*) die "unknown flavour $flavour (bookworm or trixie)" ;;
+*) die "unknown flavour $flavour (bookworm, trixie or trixie-backports)" ;;
 esac
 
 # User-space packages the guest runs; their dependency closure is resolved
@@ -91,6 +99,13 @@ IPROUTE2_TOOLS="ip rdma bridge nstat"
 # 8021q is for the VLAN cells (Guest.AddVLAN); the host's kernel lacks it.
 MODULES=(crc32_generic virtio_pci virtio_net 9pnet_virtio 9p udp_tunnel ip6_udp_tunnel
 	ib_core ib_uverbs rdma_rxe ib_cm iw_cm rdma_cm rdma_ucm ib_umad 8021q)
+# Modules a kernel may lack without harm: rxe on 6.15 and later calls the
+# crc32 library, and crc32_generic is gone.
+OPTIONAL_MODULES=" crc32_generic "
+if [ $flavour = trixie-backports ]; then
+	USER_PKGS+=(ethtool)
+	TOOL_PKGS+=(ethtool)
+fi
 # Host tools the lab needs, by Debian package.
 HOST_TOOLS=(qemu-system-x86_64:qemu-system-x86 nft:nftables cpio:cpio readelf:binutils
 	xz:xz-utils zstd:zstd dpkg-deb:dpkg flock:util-linux depmod:kmod ip:iproute2)
@@ -126,10 +141,17 @@ if [ -n "${adir:-}" ]; then
 	cat >"$adir/etc/sources.list.d/$flavour.sources" <<-EOF
 		Types: deb
 		URIs: http://deb.debian.org/debian
-		Suites: $flavour
+		Suites: $suites
 		Components: main
 		Signed-By: $keyring
 	EOF
+	if [ $flavour = trixie-backports ]; then
+		cat >"$adir/etc/preferences.d/kernel.pref" <<-EOF
+			Package: linux-image-*
+			Pin: release n=trixie-backports
+			Pin-Priority: 600
+		EOF
+	fi
 fi
 
 # Resolving versions costs a few seconds of apt; its answer can only
@@ -232,9 +254,17 @@ kdir="$cache/extract/${kpkg}_${kver}"
 if [ ! -f "$kdir/.done" ]; then
 	download "$kpkg=$kver"
 	kdeb=$(deb_of "$kpkg=$kver")
+	# From 7.x on, linux-image-RELEASE is only a name: the kernel is in
+	# linux-binary-RELEASE, its modules in linux-modules-RELEASE and
+	# modules.builtin in linux-base-RELEASE.
+	kparts=$(dpkg-deb -f "$kdeb" Depends | tr ',' '\n' | sed 's/ *(.*//; s/^ *//' |
+		awk -v r="${kpkg#linux-image-}" -v v="$kver" '$0 == "linux-base-" r || $0 == "linux-binary-" r || $0 == "linux-modules-" r {print $0 "=" v}')
+	[ -z "$kparts" ] || download $kparts
 	rm -rf "$kdir"
-	log "dpkg -x $(basename "$kdeb")"
-	dpkg -x "$kdeb" "$kdir"
+	for p in "$kpkg=$kver" $kparts; do
+		log "dpkg -x $(basename "$(deb_of "$p")")"
+		dpkg -x "$(deb_of "$p")" "$kdir"
+	done
 	# Debian 13 ships modules under /usr/lib/modules (usr-merge); the
 	# host's depmod and this script look under /lib/modules.
 	if [ ! -e "$kdir/lib" ] && [ -d "$kdir/usr/lib/modules" ]; then
@@ -248,7 +278,8 @@ krel=${kpkg#linux-image-}
 moddir="$kdir/lib/modules/$krel"
 [ -f "$moddir/modules.dep" ] || die "no modules.dep in $moddir"
 vmlinuz="$kdir/boot/vmlinuz-$krel"
-[ -f "$vmlinuz" ] || die "no $vmlinuz"
+[ -f "$vmlinuz" ] || vmlinuz="$moddir/vmlinuz" # linux-binary's place for it
+[ -f "$vmlinuz" ] || die "no vmlinuz in $kdir/boot or $moddir"
 
 # User space: every package of the closure extracted into one tree.
 udir="$cache/extract/user-$(echo "$pkgs" | sha256sum | cut -c1-16)"
@@ -403,6 +434,11 @@ place() {
 	[ -n "${placed[$n]:-}" ] && return 0
 	line=${depline[$n]:-}
 	if [ -z "$line" ]; then
+		if [[ $OPTIONAL_MODULES == *" $1 "* ]] && ! grep -q "/${n}.ko" "$moddir/modules.builtin" 2>/dev/null; then
+			log "module $1: not in this kernel, not needed"
+			placed[$n]=absent
+			return 0
+		fi
 		grep -q "/${1}.ko" "$moddir/modules.builtin" 2>/dev/null ||
 			grep -q "/${n}.ko" "$moddir/modules.builtin" 2>/dev/null ||
 			die "module $1 is neither in modules.dep nor built in"

@@ -10,11 +10,12 @@
 // dpkg -x alone and cached outside the repository, keyed by flavour and
 // package versions; BuildImage runs it once per flavour per test process.
 //
-// Two flavours (Config.Flavour, or $UROCE_LAB_FLAVOUR for every lab that
+// Three flavours (Config.Flavour, or $UROCE_LAB_FLAVOUR for every lab that
 // names none):
 //
-//	bookworm  Debian 12: kernel 6.1, rdma-core 44, perftest 4.5 (the default)
-//	trixie    Debian 13: kernel 6.12, rdma-core 56, perftest 25.01
+//	bookworm          Debian 12: kernel 6.1, rdma-core 44, perftest 4.5 (the default)
+//	trixie            Debian 13: kernel 6.12, rdma-core 56, perftest 25.01
+//	trixie-backports  trixie with backports' kernel 7.x: AF_XDP zero-copy on virtio-net
 //
 // Trixie's packages come through a private apt configuration (sources
 // list, package lists and cache under the build cache), never the host's.
@@ -55,7 +56,7 @@
 //
 // Environment:
 //
-//	UROCE_LAB_FLAVOUR    bookworm (default) or trixie: the flavour of labs that name none
+//	UROCE_LAB_FLAVOUR    bookworm (default), trixie or trixie-backports: the flavour of labs that name none
 //	UROCE_LAB_CACHE      the build cache (default ${XDG_CACHE_HOME:-$HOME/.cache}/uroce-lab)
 //	UROCE_LAB_IMAGE      a ready image directory: build.sh is not run for its flavour
 //	UROCE_LAB_ARTIFACTS  keep consoles, shares and pcaps under this directory

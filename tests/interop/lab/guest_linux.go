@@ -91,11 +91,19 @@ func (l *Lab) start(cfg GuestConfig) (*Guest, error) {
 			return nil, fmt.Errorf("lab: %s share: %w", cfg.Name, err)
 		}
 	}
-	tap, err := l.newTap(cfg.Name)
+	queues := 1
+	if cfg.ZeroCopyNIC {
+		queues = zeroCopyQueues
+	}
+	taps, err := l.newTap(cfg.Name, queues)
 	if err != nil {
 		return nil, err
 	}
-	defer tap.Close() // QEMU holds its own copy from here on
+	defer func() { // QEMU holds its own copies from here on
+		for _, f := range taps {
+			f.Close()
+		}
+	}()
 	console, err := newConsole(filepath.Join(dir, "console.log"))
 	if err != nil {
 		return nil, err
@@ -114,15 +122,13 @@ func (l *Lab) start(cfg GuestConfig) (*Guest, error) {
 		// the firmware to probe, and the serial port is the console.
 		"-nodefaults", "-nographic", "-serial", "stdio", "-no-reboot",
 		"-kernel", l.Image.Kernel, "-initrd", l.Image.Initrd, "-append", appendLine,
-		// fd 3 is the tap opened in the lab namespace (ExtraFiles[0]).
-		"-netdev", "tap,id=n0,fd=3",
-		// romfile= skips iPXE's option ROM: the kernel is booted directly.
-		"-device", "virtio-net-pci,netdev=n0,romfile=,mac=" + cfg.MAC.String(),
+		"-netdev", tapNetdev(len(taps)),
+		"-device", virtioNet(cfg),
 		"-virtfs", "local,path=" + g.share + ",mount_tag=lab,security_model=none,id=lab",
 	}
 	g.cmd = exec.Command(QEMU, args...)
 	g.cmd.Stdout, g.cmd.Stderr = console, console
-	g.cmd.ExtraFiles = []*os.File{tap}
+	g.cmd.ExtraFiles = taps
 	// QEMU goes when the test process dies, however it dies; in its own
 	// process group, a ^C at the terminal reaches only the test, whose
 	// cleanup powers the guest off.
@@ -165,41 +171,82 @@ func startOnSpawner(cmd *exec.Cmd) error {
 	return <-spawnErrs
 }
 
-// newTap creates a tap in the lab namespace, puts it on the bridge and
-// returns its file for QEMU. The tap lives as long as a copy of the file
-// is open, so it goes away with QEMU.
-func (l *Lab) newTap(guest string) (*os.File, error) {
+// zeroCopyQueues is the queue pairs of a ZeroCopyNIC.
+const zeroCopyQueues = 2
+
+// tapNetdev is QEMU's -netdev for n tap files, which start at fd 3
+// (ExtraFiles).
+func tapNetdev(n int) string {
+	fds := make([]string, n)
+	for i := range fds {
+		fds[i] = strconv.Itoa(3 + i)
+	}
+	if n == 1 {
+		return "tap,id=n0,fd=3"
+	}
+	return "tap,id=n0,fds=" + strings.Join(fds, ":")
+}
+
+// virtioNet is QEMU's -device for the guest's eth0. romfile= skips iPXE's
+// option ROM: the kernel is booted directly.
+func virtioNet(cfg GuestConfig) string {
+	d := "virtio-net-pci,netdev=n0,romfile=,mac=" + cfg.MAC.String()
+	if cfg.ZeroCopyNIC {
+		// One MSI-X vector per queue, one for the control queue and one
+		// for configuration changes, as QEMU's docs for mq give it.
+		d += fmt.Sprintf(",disable-legacy=on,iommu_platform=on,mq=on,vectors=%d", 2*zeroCopyQueues+2)
+	}
+	return d
+}
+
+// newTap creates a tap with the given number of queues in the lab
+// namespace, puts it on the bridge and returns one file per queue for
+// QEMU. The tap lives as long as a copy of a file is open, so it goes away
+// with QEMU.
+func (l *Lab) newTap(guest string, queues int) ([]*os.File, error) {
 	name := netns.UniqueName(l.t, "urt")
-	var f *os.File
+	var fs []*os.File
+	closeAll := func() {
+		for _, f := range fs {
+			f.Close()
+		}
+	}
 	err := l.NS.Do(func() error {
-		// The tap belongs to the namespace /dev/net/tun was opened in.
-		fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return fmt.Errorf("open /dev/net/tun: %w", err)
+		for range queues {
+			// The tap belongs to the namespace /dev/net/tun was opened in.
+			fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return fmt.Errorf("open /dev/net/tun: %w", err)
+			}
+			var req struct {
+				name  [unix.IFNAMSIZ]byte
+				flags uint16
+				_     [22]byte
+			}
+			copy(req.name[:], name)
+			// vnet_hdr lets QEMU hand checksum offload through to the tap.
+			req.flags = unix.IFF_TAP | unix.IFF_NO_PI | unix.IFF_VNET_HDR
+			if queues > 1 {
+				// Each open attaches one more queue to the same tap.
+				req.flags |= unix.IFF_MULTI_QUEUE
+			}
+			if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.TUNSETIFF, uintptr(unsafe.Pointer(&req))); e != 0 {
+				unix.Close(fd)
+				return fmt.Errorf("TUNSETIFF %s: %w", name, e)
+			}
+			fs = append(fs, os.NewFile(uintptr(fd), "/dev/net/tun:"+name))
 		}
-		var req struct {
-			name  [unix.IFNAMSIZ]byte
-			flags uint16
-			_     [22]byte
-		}
-		copy(req.name[:], name)
-		// vnet_hdr lets QEMU hand checksum offload through to the tap.
-		req.flags = unix.IFF_TAP | unix.IFF_NO_PI | unix.IFF_VNET_HDR
-		if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.TUNSETIFF, uintptr(unsafe.Pointer(&req))); e != 0 {
-			unix.Close(fd)
-			return fmt.Errorf("TUNSETIFF %s: %w", name, e)
-		}
-		f = os.NewFile(uintptr(fd), "/dev/net/tun:"+name)
 		return nil
 	})
 	if err != nil {
+		closeAll()
 		return nil, fmt.Errorf("lab: tap for %s: %w", guest, err)
 	}
 	if err := l.enslave(name); err != nil {
-		f.Close()
+		closeAll()
 		return nil, err
 	}
-	return f, nil
+	return fs, nil
 }
 
 // restart starts a guest again after g's QEMU died while booting,

@@ -24,6 +24,10 @@ const (
 	// Trixie is Debian 13: kernel 6.12, rdma-core 56, perftest 25.01
 	// (which prints version 6.24).
 	Trixie Flavour = "trixie"
+	// TrixieBackports is trixie's user space on trixie-backports' kernel
+	// (7.x), whose virtio-net does AF_XDP zero-copy (GuestConfig.ZeroCopyNIC);
+	// its guests also have ethtool.
+	TrixieBackports Flavour = "trixie-backports"
 )
 
 // FlavourEnv names the environment variable that gives the flavour of
@@ -43,10 +47,10 @@ func DefaultFlavour() (Flavour, error) {
 // ParseFlavour checks a flavour's name.
 func ParseFlavour(s string) (Flavour, error) {
 	switch f := Flavour(s); f {
-	case Bookworm, Trixie:
+	case Bookworm, Trixie, TrixieBackports:
 		return f, nil
 	}
-	return "", fmt.Errorf("lab: unknown flavour %q (want %s or %s)", s, Bookworm, Trixie)
+	return "", fmt.Errorf("lab: unknown flavour %q (want %s, %s or %s)", s, Bookworm, Trixie, TrixieBackports)
 }
 
 // Image is a built guest image.

@@ -134,6 +134,13 @@ type GuestConfig struct {
 	Name string           // host name and log name; default g1, g2, ...
 	Addr netip.Prefix     // eth0's address; default 10.77.0.(10+n)/24
 	MAC  net.HardwareAddr // default 52:54:00:77:00:(10+n)
+	// ZeroCopyNIC gives eth0 what virtio-net's AF_XDP zero-copy needs
+	// (Linux 6.11 and later; flavour TrixieBackports): a modern-only
+	// device (queue reset, VIRTIO_F_RING_RESET) behind the platform's
+	// DMA API (iommu_platform, VIRTIO_F_ACCESS_PLATFORM, so buffers can be
+	// premapped) and two queue pairs on a multi-queue tap, one for the
+	// stack and one that XDP transmits take.
+	ZeroCopyNIC bool
 }
 
 // GuestAddr returns the default address of the n-th guest (from 1).
