@@ -70,5 +70,6 @@ func TestTrixieQuick(t *testing.T) {
 	}
 	t.Run("flush", func(t *testing.T) { testFlushCells(t, l, g) })
 	t.Run("mw", func(t *testing.T) { testMWCells(t, l, g) })
+	t.Run("ucimm", func(t *testing.T) { testUCImmCells(t, l, g) })
 	t.Logf("trixie quick set in %.0fs (boot included)", time.Since(start).Seconds())
 }
