@@ -3,6 +3,7 @@ package interop_test
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -74,25 +75,34 @@ func testUCImmCells(t *testing.T, l *lab.Lab, g *lab.Guest) {
 			t.Run(c.String(), func(t *testing.T) { c.run(t, l, g, guestBin, uroceBin) })
 		}
 	}
+	for _, uroceSender := range []bool{true, false} {
+		c := ucImmCell{uroceSender: uroceSender, rounds: 4}
+		t.Run("lost-write-last/"+c.String(), func(t *testing.T) { testUCImmLostWriteLast(t, l, g, guestBin, uroceBin, c) })
+	}
 }
 
-func (c ucImmCell) run(t *testing.T, l *lab.Lab, g *lab.Guest, guestBin, uroceBin string) {
+// facing is the run of c: the C program listens, uroce connects.
+func (c ucImmCell) facing(l *lab.Lab, g *lab.Guest, guestBin, uroceBin string) (f facing, each int) {
 	guestRole, uroceRole := "sender", "receiver"
 	if c.uroceSender {
 		guestRole, uroceRole = uroceRole, guestRole
 	}
 	args := []string{"-p", strconv.Itoa(perftestPort), "-r", strconv.Itoa(c.rounds), "-s", strconv.Itoa(ucImmSize)}
-	each := 3 // messages a round
+	each = 3 // messages a round
 	if c.oneWrite {
 		args, each = append(args, "-onewrite"), 2
 	}
-	f := facing{
+	return facing{
 		prog:        "ucimm.c",
 		bin:         uroceBin,
 		uroceClient: true, // the C program listens for the exchange
 		guestCmd:    guestBin + " " + strings.Join(args, " ") + " " + guestRole,
 		uroceArgs:   append(append([]string{"-d", l.PeerLink.Name}, args...), uroceRole, g.Addr.String()),
-	}
+	}, each
+}
+
+func (c ucImmCell) run(t *testing.T, l *lab.Lab, g *lab.Guest, guestBin, uroceBin string) {
+	f, each := c.facing(l, g, guestBin, uroceBin)
 	var dropper *lab.Dropper
 	if c.drop > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -217,5 +227,82 @@ func (c ucImmCell) run(t *testing.T, l *lab.Lab, g *lab.Guest, guestBin, uroceBi
 	}
 	if u["Retransmits"] != 0 || u["RetryExcErrs"] != 0 {
 		t.Errorf("uroce retransmitted %d packets, %d retry errors: UC has neither", u["Retransmits"], u["RetryExcErrs"])
+	}
+}
+
+// testUCImmLostWriteLast drops one packet on purpose: the first UC RDMA
+// WRITE LAST with Immediate, round 0's multi-packet WRITE's last. The
+// bridge drops the first such packet only: the quota lets the rule match
+// while fewer than 1500 bytes went through it, and each of these
+// packets is about 1000 (952 bytes of payload).
+//
+// uroce as the receiver loses that WRITE and nothing else (IBA 9.8.2:
+// the next FIRST or ONLY packet starts a new message). rxe as the
+// receiver takes nothing more, not even the marks, and its program gives
+// up after eight of them: the WRITE left resp.opcode at
+// RDMA_WRITE_MIDDLE, and with no receive WQE in progress
+// do_class_d1e_error (6.12's rxe_resp.c) drops each new message's first
+// packet without resetting it, while every later packet fails the PSN
+// check. This pins that down: once rxe takes the next message, it fails,
+// and the 1 % loss cell towards rxe can have its multi-packet WRITEs
+// back.
+func testUCImmLostWriteLast(t *testing.T, l *lab.Lab, g *lab.Guest, guestBin, uroceBin string, c ucImmCell) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const table = "uroce_lab_ucimm"
+	err := l.Nft(ctx, fmt.Sprintf(`table bridge %s {
+	chain forward {
+		type filter hook forward priority 0; policy accept;
+		udp dport 4791 @th,64,8 0x%02x quota until 1500 bytes counter drop
+	}
+}
+`, table, byte(bth.UCWriteLastImm)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.NSCommand(context.Background(), "nft", "delete", "table", "bridge", table).Run()
+	f, _ := c.facing(l, g, guestBin, uroceBin)
+	before := counters(t, g)[0]
+	res := f.run(t, l, g)
+	gd := counters(t, g)[0].Sub(before)
+	t.Logf("guest hw_counters moved: %v", nonZero(gd))
+	if res.captureError != nil {
+		t.Fatal(res.captureError)
+	}
+	if err := res.stats.Err(); err != nil {
+		t.Error(err)
+	}
+	out, err := l.NSCommand(ctx, "nft", "list", "table", "bridge", table).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := regexp.MustCompile(`counter packets (\d+)`).FindSubmatch(out); m == nil || string(m[1]) != "1" {
+		t.Fatalf("the rule dropped other than one packet:\n%s", out)
+	}
+	if !c.uroceSender {
+		res.checkEnds(t, f)
+		want := fmt.Sprintf("receiver: %d rounds: delivered %d SENDs %d multi-packet WRITEs %d one-packet WRITEs with immediate",
+			c.rounds, c.rounds, c.rounds-1, c.rounds)
+		if !strings.Contains(res.uroce, want) {
+			t.Errorf("uroce's output lacks %q", want)
+		}
+		if got := lineWith(res.uroce, "qp state:"); got != "qp state: RTS" {
+			t.Errorf("uroce's QP at the end: %q, want qp state: RTS", got)
+		}
+		return
+	}
+	// rxe completed round 0's SEND and nothing after: not the one-packet
+	// WRITE behind the lost packet, not a mark.
+	if want := "ucimm: round 0: nothing came after 8 marks"; !strings.Contains(res.guest.Stderr, want) {
+		t.Errorf("ucimm.c on rxe: %v, stderr %q, want %q", res.guest.Err(), res.guest.Stderr, want)
+	}
+	if gd["rdma_recvs"] != 1 {
+		t.Errorf("rxe completed %d receives, want 1 (round 0's SEND)", gd["rdma_recvs"])
+	}
+	if marks := res.stats.Opcodes[bth.UCSendOnlyImm]; marks < 8 {
+		t.Errorf("capture: %d marks (UC SEND Only with Immediate), want 8", marks)
+	}
+	if sent, got := res.stats.Packets, int(gd["rcvd_pkts"]); got != sent-1 {
+		t.Errorf("rxe received %d RoCE packets of the %d uroce sent, want all but the one dropped", got, sent)
 	}
 }
