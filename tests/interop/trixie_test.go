@@ -15,8 +15,10 @@ import (
 // ib_atomic_lat, ib_write_bw, ib_read_bw and ib_send_bw; ib_write_bw
 // with 1 % of RoCE packets dropped; ib_send_lat over rdma_cm (-R);
 // ATOMIC WRITE against rxe, which Debian 12's rxe lacks (flush_test.go);
-// and memory windows with SEND with invalidate (mw_test.go).
-// The whole suite runs on trixie with UROCE_LAB_FLAVOUR=trixie
+// memory windows with SEND with invalidate (mw_test.go); and UC SENDs
+// and WRITEs with immediate data, clean, under 1 % loss and with one
+// chosen packet dropped (ucimm_test.go): 37 cells, the UC ones about
+// 35 s. The whole suite runs on trixie with UROCE_LAB_FLAVOUR=trixie
 // (README.md).
 func TestTrixieQuick(t *testing.T) {
 	start := time.Now()
@@ -70,5 +72,6 @@ func TestTrixieQuick(t *testing.T) {
 	}
 	t.Run("flush", func(t *testing.T) { testFlushCells(t, l, g) })
 	t.Run("mw", func(t *testing.T) { testMWCells(t, l, g) })
+	t.Run("ucimm", func(t *testing.T) { testUCImmCells(t, l, g) })
 	t.Logf("trixie quick set in %.0fs (boot included)", time.Since(start).Seconds())
 }

@@ -1,7 +1,7 @@
-// labverbs.h: what the lab's C programs (flushatomic.c, mwinv.c) share:
-// errors, the line protocol with the uroce program over TCP, completions
-// checked one by one, and the exchange that connects one RC QP to the
-// peer's. Each program sets prog to its name first.
+// labverbs.h: what the lab's C programs (flushatomic.c, mwinv.c, ucimm.c)
+// share: errors, the line protocol with the uroce program over TCP,
+// completions checked one by one, and the exchange that connects one RC
+// or UC QP to the peer's. Each program sets prog to its name first.
 #include <infiniband/verbs.h>
 
 #include <arpa/inet.h>
@@ -166,13 +166,20 @@ static struct peer connect_peer(struct ibv_context *ctx, struct ibv_qp *qp, int 
 		.ah_attr = {.is_global = 1, .port_num = 1,
 			    .grh = {.dgid = dgid, .sgid_index = gidx, .hop_limit = 64}},
 	};
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+	// A UC QP has no reads, atomics, ACKs or RNR NAKs: the kernel
+	// refuses those attributes for it (IBA 11.2.4.2's UC columns).
+	int uc = qp->qp_type == IBV_QPT_UC;
+	int rtr = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+	if (!uc)
+		rtr |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+	if (ibv_modify_qp(qp, &a, rtr))
 		die("modify QP to RTR: %s", strerror(errno));
 	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 7, .rnr_retry = 7,
 				 .sq_psn = mypsn, .max_rd_atomic = 16};
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-				  IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
+	int rts = IBV_QP_STATE | IBV_QP_SQ_PSN;
+	if (!uc)
+		rts |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+	if (ibv_modify_qp(qp, &a, rts))
 		die("modify QP to RTS: %s", strerror(errno));
 	sendline("rts\n");
 	expect("rts");

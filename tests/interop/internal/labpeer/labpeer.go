@@ -1,7 +1,7 @@
 // Package labpeer is the uroce side of the lab's small C programs
-// (tests/interop/testdata): the TCP exchange that connects one RC QP to
-// theirs, the line protocol that paces the two, and completions checked
-// one by one.
+// (tests/interop/testdata): the TCP exchange that connects one RC or UC
+// QP to theirs, the line protocol that paces the two, and completions
+// checked one by one.
 package labpeer
 
 import (
