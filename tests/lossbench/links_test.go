@@ -194,6 +194,10 @@ type pathDrops struct{ udp, veth, queue uint64 }
 
 func (d pathDrops) sum() uint64 { return d.udp + d.veth + d.queue }
 
+func (d pathDrops) add(o pathDrops) pathDrops {
+	return pathDrops{d.udp + o.udp, d.veth + o.veth, d.queue + o.queue}
+}
+
 func (d pathDrops) sub(o pathDrops) pathDrops {
 	return pathDrops{d.udp - o.udp, d.veth - o.veth, d.queue - o.queue}
 }

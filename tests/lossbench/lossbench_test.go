@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -355,13 +356,27 @@ func pingPong(t *testing.T, h *hosts, p *pair) *hist.Snapshot {
 	}
 }
 
-// cell is one row of a link's table.
+// cell is one mode at one drop rate in one round.
 type cell struct {
 	mode  string
 	pct   int
 	bulk  bulkResult
 	rtt   *hist.Snapshot
-	clean float64 // the same mode's goodput without loss
+	clean float64 // the same mode's goodput without loss, in the same round
+}
+
+// rounds reads UROCE_LOSSBENCH_ROUNDS (default 1): how many times every
+// cell is measured, the cells in the same order each round.
+func rounds(t *testing.T) int {
+	s := os.Getenv("UROCE_LOSSBENCH_ROUNDS")
+	if s == "" {
+		return 1
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		t.Fatalf("UROCE_LOSSBENCH_ROUNDS=%q: want a count of at least 1", s)
+	}
+	return n
 }
 
 // dropRates reads UROCE_LOSSBENCH_PCT ("1,5" by default): the drop
@@ -388,7 +403,8 @@ func dropRates(t *testing.T) []int {
 //
 //	UROCE_LOSSBENCH=1 go test -count=1 -run TestLossBench -v ./tests/lossbench
 //
-// UROCE_LOSSBENCH_PCT=1,2,5 sets the drop rates (default 1,5).
+// UROCE_LOSSBENCH_PCT=1,2,5 sets the drop rates (default 1,5), and
+// UROCE_LOSSBENCH_ROUNDS=N measures every cell N times in turn.
 func TestLossBench(t *testing.T) {
 	if os.Getenv("UROCE_LOSSBENCH") == "" {
 		t.Skip("the loss benchmark (go-back-N against selective repeat, root, a minute or two) runs only when asked: " +
@@ -398,20 +414,34 @@ func TestLossBench(t *testing.T) {
 	if _, err := exec.LookPath("nft"); err != nil {
 		t.Fatalf("nft not installed (apt-get install -y nftables): %v", err)
 	}
-	pcts := dropRates(t)
+	pcts, n := dropRates(t), rounds(t)
 	links := []struct {
 		name  string
 		build func(*testing.T) *topo
 	}{{"veth", vethTopo}, {"dumbbell", dumbbellTopo}}
 	for _, l := range links {
-		t.Run(l.name, func(t *testing.T) { lossBench(t, l.build(t), pcts) })
+		t.Run(l.name, func(t *testing.T) { lossBench(t, l.build(t), pcts, n) })
 	}
 }
 
 // lossBench measures every drop rate and mode on one link, each mode
-// right after the other at the same rate, and logs the link's table.
-func lossBench(t *testing.T, tp *topo, pcts []int) {
+// right after the other at the same rate, n rounds in turn, and logs the
+// link's table. A lossy cell is set against its own round's clean run:
+// on a CPU-bound link such as the veth pair, what the machine's other
+// work leaves the engines moves goodput by 2x within minutes, far more
+// than the loss does, so only rounds taken close together compare.
+func lossBench(t *testing.T, tp *topo, pcts []int, n int) {
 	h := openHosts(t, tp)
+	var cells []cell
+	for round := range n {
+		cells = append(cells, lossRound(t, tp, h, pcts, round)...)
+	}
+	tp.setLoss(t, 0)
+	t.Log("\n" + table(tp, cells, n))
+}
+
+// lossRound measures every drop rate and mode once.
+func lossRound(t *testing.T, tp *topo, h *hosts, pcts []int, round int) []cell {
 	var cells []cell
 	clean := map[string]float64{}
 	for _, pct := range pcts {
@@ -430,35 +460,77 @@ func lossBench(t *testing.T, tp *topo, pcts []int) {
 			}
 			c.clean = clean[m.name]
 			b := c.bulk
-			t.Logf("%s %d %%: bulk %.1f MB/s, %d dropped by the rules and %+v elsewhere, %d retransmitted, %d timeouts; "+
+			t.Logf("round %d, %s %d %%: bulk %.1f MB/s, %d dropped by the rules and %+v elsewhere, %d retransmitted, %d timeouts; "+
 				"ping-pong timeouts (early) %d (%d) and %d (%d), spurious %d and %d",
-				m.name, pct, b.goodput, b.fwd+b.rev, b.pathDrops, b.retransmits, b.timeouts,
+				round+1, m.name, pct, b.goodput, b.fwd+b.rev, b.pathDrops, b.retransmits, b.timeouts,
 				qc.Timeouts, qc.EarlyRetransTimeouts, rc.Timeouts, rc.EarlyRetransTimeouts, qc.SpuriousRetrans, rc.SpuriousRetrans)
 			cells = append(cells, c)
 		}
 	}
-	tp.setLoss(t, 0)
-	t.Log("\n" + table(tp, cells))
+	return cells
 }
 
-// table renders a link's cells as markdown. The goal columns are issue
-// 13's targets for selective repeat: goodput at least 0.9 × (1 − loss) of
-// the clean run's, and at most 1.5 retransmitted packets per dropped one.
-func table(tp *topo, cells []cell) string {
+// median returns the median of vs (the mean of the middle two for an
+// even count), sorting vs.
+func median(vs []float64) float64 {
+	slices.Sort(vs)
+	if len(vs)%2 == 1 {
+		return vs[len(vs)/2]
+	}
+	return (vs[len(vs)/2-1] + vs[len(vs)/2]) / 2
+}
+
+// table renders a link's cells as markdown, one row per mode and drop
+// rate: with several rounds, goodput and its share of clean are the
+// medians over the rounds (each round's share against that round's clean
+// run), the counts are sums and the round trips are merged. The goal
+// columns are issue 13's targets for selective repeat: goodput at least
+// 0.9 × (1 − loss) of the clean run's, and at most 1.5 retransmitted
+// packets per dropped one.
+func table(tp *topo, cells []cell, rounds int) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %d KiB WRITEs %d deep for %v (after %v), path MTU %d; %d 64-byte SEND round trips\n\n",
+	fmt.Fprintf(&b, "%s: %d KiB WRITEs %d deep for %v (after %v), path MTU %d; %d 64-byte SEND round trips",
 		tp.about, msgSize>>10, depth, measure, warmup, pathMTU, pings)
+	if rounds > 1 {
+		fmt.Fprintf(&b, "; %d rounds in turn, medians of goodput and of each round's share of its clean run (the range in brackets)", rounds)
+	}
+	b.WriteString("\n\n")
 	b.WriteString("| mode | drop | goodput MB/s | ÷ clean | dropped (req/ack) | other drops | retransmitted | ÷ dropped | timeouts (early) | seq NAKs | RTT p50 µs | p99 µs | p99.9 µs | max µs |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	us := func(v uint64) string { return fmt.Sprintf("%.0f", float64(v)/1e3) }
-	for _, c := range cells {
-		r := c.bulk
+	per := len(cells) / rounds
+	for i := range per {
+		c := cells[i] // the first round's; the rest are summed into it
+		var r bulkResult
+		var rtt hist.Snapshot
+		var goodputs, shares []float64
+		for j := i; j < len(cells); j += per {
+			o := cells[j].bulk
+			goodputs = append(goodputs, o.goodput)
+			if cells[j].clean > 0 {
+				shares = append(shares, o.goodput/cells[j].clean)
+			}
+			r.retransmits += o.retransmits
+			r.timeouts += o.timeouts
+			r.early += o.early
+			r.fwd += o.fwd
+			r.rev += o.rev
+			r.seqNAKs += o.seqNAKs
+			r.pathDrops = r.pathDrops.add(o.pathDrops)
+			rtt.Merge(cells[j].rtt)
+		}
+		r.goodput = median(goodputs)
 		share, ratio := "-", "-"
-		if c.clean > 0 {
-			share = fmt.Sprintf("%.3f", r.goodput/c.clean)
+		if len(shares) > 0 {
+			lo, hi := slices.Min(shares), slices.Max(shares)
+			m := median(shares)
+			share = fmt.Sprintf("%.3f", m)
+			if rounds > 1 && c.pct > 0 {
+				share += fmt.Sprintf(" (%.2f–%.2f)", lo, hi)
+			}
 			if c.pct > 0 {
 				mark := "✓"
-				if r.goodput/c.clean < 0.9*(1-float64(c.pct)/100) {
+				if m < 0.9*(1-float64(c.pct)/100) {
 					mark = "✗"
 				}
 				share += " " + mark
@@ -473,7 +545,7 @@ func table(tp *topo, cells []cell) string {
 		}
 		fmt.Fprintf(&b, "| %s | %d %% | %.1f | %s | %d (%d/%d) | %d | %d | %s | %d (%d) | %d | %s | %s | %s | %s |\n",
 			c.mode, c.pct, r.goodput, share, r.fwd+r.rev, r.fwd, r.rev, r.pathDrops.sum(), r.retransmits, ratio, r.timeouts, r.early, r.seqNAKs,
-			us(c.rtt.Quantile(0.5)), us(c.rtt.Quantile(0.99)), us(c.rtt.Quantile(0.999)), us(c.rtt.Max))
+			us(rtt.Quantile(0.5)), us(rtt.Quantile(0.99)), us(rtt.Quantile(0.999)), us(rtt.Max))
 	}
 	return b.String()
 }
