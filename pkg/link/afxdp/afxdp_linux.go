@@ -76,7 +76,7 @@ type Config struct {
 	// BusyPoll is the SO_BUSY_POLL time; default 20µs with WaitBusyPoll
 	// and WaitHybrid, off with WaitPoll. Negative turns it off. It is
 	// always off where a zero-copy bind may be made on a driver that
-	// transmits from a NAPI of its own (virtio_net; see quirks.go).
+	// transmits from a NAPI of its own (virtio_net; see quirks_linux.go).
 	BusyPoll time.Duration
 	// NeighborMAC, when set, is the next hop's MAC for every destination,
 	// and no route lookup is made.
