@@ -17,7 +17,7 @@ import (
 // bind was zero-copy, that both sides report the whole run, and that every
 // RoCE packet on the bridge verifies.
 //
-// Two virtio-net behaviours had stalled this (pkg/link/afxdp quirks.go):
+// Two virtio-net behaviours had stalled this (pkg/link/afxdp/quirks_linux.go):
 // busy polling left transmitted frames on the ring, and with one of two
 // queue pairs in use, XDP made the device receive on both. The first cell
 // checks that uroce now refuses the second with a clear error.
