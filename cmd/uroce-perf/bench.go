@@ -72,10 +72,10 @@ func (b *bench) Setup(sys perftest.SysData) ([]perftest.Dest, error) {
 		return nil, fmt.Errorf("setup: MTU %d: %w", b.mtu.Bytes(), verbs.ErrMTU)
 	}
 	gids := b.dev.GIDs()
-	if c.gidIdx < 0 || c.gidIdx >= len(gids) {
+	if gi := c.deviceGID(); gi < 0 || gi >= len(gids) {
 		// openLocal checked it; this catches a device opened elsewhere
 		// (the demo, tests).
-		return nil, checkGIDIndex(c.gidIdx, b.dev, "")
+		return nil, checkGIDIndex(gi, b.dev, "")
 	}
 	b.blk = max(c.maxSize(), sys.PageSize)
 	if c.ud() {
@@ -120,7 +120,7 @@ func (b *bench) Setup(sys perftest.SysData) ([]perftest.Dest, error) {
 		b.qps = append(b.qps, qp)
 		d := perftest.Dest{OutReads: c.outReads(), QPN: qp.QPN(), PSN: verbs.RandomPSN(),
 			RKey: rkey, VAddr: b.mr.Addr() + uint64((q+i)*b.blk)}
-		d.GID = gids[c.gidIdx].As16()
+		d.GID = gids[c.deviceGID()].As16()
 		b.mine = append(b.mine, d)
 	}
 	b.start = time.Now()

@@ -115,9 +115,10 @@ func freePort(t *testing.T) string {
 	return port
 }
 
-// TestCLIGIDIndex: a -x the device's GID table does not hold fails at
-// once with status 2, on either side and with or without -R, before the
-// server waits or the client connects; -x 0 is the device's one GID.
+// TestCLIGIDIndex: with --ip, a -x the device's GID table does not hold
+// fails at once with status 2, on either side and with or without -R,
+// before the server waits or the client connects; -x 0 is the device's
+// one GID. (With -d and no --ip, -x picks the address: TestGIDIndex.)
 func TestCLIGIDIndex(t *testing.T) {
 	srv, cli := loopbackPair(t)
 	port := freePort(t)

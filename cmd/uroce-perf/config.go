@@ -184,6 +184,11 @@ type config struct {
 	all    bool
 	mtu    int
 	gidIdx int
+	// gidSet: -x was given. With -d and no --ip it then picks the local
+	// address from rxe's GID table of the interface (localAddr), and
+	// gidMapped says it did: the device opened on that address has it
+	// as its one GID, at index 0 (deviceGID).
+	gidSet, gidMapped bool
 	dev    string
 	ip     string
 	port   int
@@ -343,7 +348,7 @@ func parseArgs(k kind, args []string, helpOut io.Writer) (*config, error) {
 	fs.BoolVar(&c.all, "a", false, "run sizes 2 B to 8 MiB")
 	fs.BoolVar(&c.all, "all", false, "same as -a")
 	intVar(&c.mtu, "m", "mtu", 0, "IB MTU in bytes (256..4096); 0 means the largest the link carries")
-	intVar(&c.gidIdx, "x", "gid-index", 0, "GID index (uroce has one GID per device: its address)")
+	intVar(&c.gidIdx, "x", "gid-index", 0, "GID index in rxe's table of -d's interface (0 the link-local address, then IPv4, then other IPv6 addresses); the local address when --ip is not given")
 	strVar(&c.dev, "d", "ib-dev", "", "device: the network interface to run on")
 	fs.StringVar(&c.ip, "ip", "", "local IP address to run on (instead of -d's first address)")
 	intVar(&c.port, "p", "port", perftest.DefaultPort, "TCP port of the out-of-band exchange")
@@ -427,7 +432,18 @@ func parseArgs(k kind, args []string, helpOut io.Writer) (*config, error) {
 	}
 	c.udDefaults(set)
 	c.selectiveSet = set["selective_repeat"]
+	c.gidSet = set["x"] || set["gid-index"]
 	return c, c.check()
+}
+
+// deviceGID is the index in the opened device's own GID table that -x
+// stands for: 0 when -x chose the device's address (a uroce device has one
+// GID, its address), else -x itself.
+func (c *config) deviceGID() int {
+	if c.gidMapped {
+		return 0
+	}
+	return c.gidIdx
 }
 
 // durationMode says whether the test runs for a time (-D or

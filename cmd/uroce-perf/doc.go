@@ -67,8 +67,11 @@
 // line after the report and in --out_json) and --metrics ADDR (serve the
 // device's Prometheus metrics, verbs/metrics, at http://ADDR/metrics while
 // the test runs; the address is printed on standard error, so standard
-// output stays perftest's). A uroce device has one GID, its address,
-// so -x is 0 where rxe needs -x 1 for its IPv4 GID.
+// output stays perftest's). A uroce device has one GID, its address; with
+// -d IFACE, -x N opens the device on the address at index N of the GID
+// table rxe keeps for IFACE (0 the link-local default GID, then the IPv4
+// addresses, then the IPv6 ones), so -x names the GID it names on rxe.
+// With --ip, -x can only be 0.
 //
 // The QPs retransmit adaptively and count retries as IBA does: a dead peer
 // fails the run after retry count 7's seven retries with perftest's

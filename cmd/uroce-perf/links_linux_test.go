@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/uroce/uroce/internal/netns"
+	"github.com/uroce/uroce/pkg/netinfo"
 	"github.com/uroce/uroce/pkg/perftest"
 	"github.com/uroce/uroce/xdp"
 )
@@ -162,5 +163,71 @@ func TestXDPBind(t *testing.T) {
 		if _, err := parseArgs(k, args, io.Discard); !errors.Is(err, ErrUsage) {
 			t.Errorf("uroce-perf write_lat %v: %v, want a usage error", args, err)
 		}
+	}
+}
+
+// TestGIDIndex: with -d, -x N picks the local address from rxe's GID
+// table of the interface (the link-local default GID, then IPv4, then
+// IPv6), and the device opened on it has that address as its one GID.
+// Without -x the first IPv4 address is taken, as perftest picks the
+// IPv4 RoCE v2 GID by itself. An index past the table is a usage error
+// that lists the table.
+func TestGIDIndex(t *testing.T) {
+	netns.RequireRoot(t)
+	a, b := netns.New(t), netns.New(t)
+	va, _ := netns.NewVeth(t, a, b)
+	v4, v6 := netip.MustParseAddr("10.203.0.1"), netip.MustParseAddr("fd00:203::1")
+	va.AddAddr(t, netip.PrefixFrom(v4, 24))
+	va.AddAddr(t, netip.PrefixFrom(v6, 64))
+	ll := netinfo.LinkLocal([6]byte(va.MAC)).WithZone(va.Name)
+	k, _ := kindByName("write_lat")
+	for _, tc := range []struct {
+		flags []string
+		want  netip.Addr
+	}{
+		{nil, v4},
+		{[]string{"-x", "0"}, ll},
+		{[]string{"-x", "1"}, v4},
+		{[]string{"--gid-index", "2"}, v6},
+	} {
+		t.Run(strings.Join(append([]string{"x"}, tc.flags...), " "), func(t *testing.T) {
+			cfg, err := parseArgs(k, append(tc.flags, "-d", va.Name), io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = a.Do(func() error {
+				local, err := localAddr(cfg)
+				if err != nil {
+					return err
+				}
+				if local != tc.want {
+					t.Errorf("local address %v, want %v", local, tc.want)
+				}
+				dev, _, err := openDevice(cfg, local)
+				if err != nil {
+					return err
+				}
+				defer dev.Close()
+				g, err := dev.GID(cfg.deviceGID())
+				if err != nil {
+					return err
+				}
+				if want := netinfo.GIDOf(tc.want.WithZone("")); g != want {
+					t.Errorf("device GID %v, want %v", g, want)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	cfg, err := parseArgs(k, []string{"-d", va.Name, "-x", "3"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = a.Do(func() error { _, err := localAddr(cfg); return err })
+	if !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "2 fd00:203::1") {
+		t.Errorf("-x 3: %v, want a usage error listing the table", err)
 	}
 }

@@ -9,11 +9,13 @@ import (
 	"net/netip"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/uroce/uroce/bth"
 	"github.com/uroce/uroce/pkg/link"
+	"github.com/uroce/uroce/pkg/netinfo"
 	"github.com/uroce/uroce/pkg/perftest"
 	"github.com/uroce/uroce/verbs"
 )
@@ -148,7 +150,7 @@ func openLocal(cfg *config) (*verbs.Device, string, error) {
 		}
 		return nil, "", err
 	}
-	if err := checkGIDIndex(cfg.gidIdx, dev, name); err != nil {
+	if err := checkGIDIndex(cfg.deviceGID(), dev, name); err != nil {
 		dev.Close()
 		return nil, "", err
 	}
@@ -299,6 +301,11 @@ func localAddr(cfg *config) (netip.Addr, error) {
 		return a, nil
 	}
 	if cfg.dev != "" {
+		if cfg.gidSet {
+			a, err := gidAddr(cfg.dev, cfg.gidIdx)
+			cfg.gidMapped = err == nil
+			return a, err
+		}
 		return ifaceAddr(cfg.dev)
 	}
 	if cfg.peer != "" {
@@ -328,6 +335,40 @@ func localAddr(cfg *config) (netip.Addr, error) {
 		}
 	}
 	return netip.MustParseAddr("127.0.0.1"), nil
+}
+
+// gidAddr returns the address of GID index idx in rxe's GID table of the
+// interface (netinfo.GIDTable: the link-local default GID from the MAC,
+// then the IPv4 addresses, then the IPv6 ones), so that -x N names on a
+// uroce device what it names on rxe over the same interface. A link-local
+// address carries the interface as its zone.
+func gidAddr(name string, idx int) (netip.Addr, error) {
+	ifi, err := net.InterfaceByName(name)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("device %s: %w", name, err)
+	}
+	r, err := netinfo.New(netinfo.Options{NoSubscribe: true})
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("device %s: %w", name, err)
+	}
+	defer r.Close()
+	tbl, err := r.GIDTable(ifi.Index)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("device %s: %w", name, err)
+	}
+	if idx < 0 || idx >= len(tbl) {
+		gids := make([]string, len(tbl))
+		for i, g := range tbl {
+			gids[i] = fmt.Sprintf("%d %v", i, g.GID)
+		}
+		return netip.Addr{}, fmt.Errorf("%w: -x %d: GID index out of range: %s's GID table (as rxe's) is %s",
+			ErrUsage, idx, name, strings.Join(gids, ", "))
+	}
+	a := tbl[idx].GID.Unmap()
+	if a.IsLinkLocalUnicast() {
+		a = a.WithZone(name)
+	}
+	return a, nil
 }
 
 // ifaceAddr returns an interface's first IPv4 address, else its first

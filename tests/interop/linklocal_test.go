@@ -15,9 +15,10 @@ import (
 // TestLinkLocalRxe runs uroce-perf on a link-local IPv6 address against
 // perftest on rxe's GID 0, which is the interface's fe80:: address and
 // what many users get by default: write_lat both ways on the udp backend
-// (which binds the address on the interface its zone names), uroce as the
-// client on afpacket, and write_bw both ways with 1 % of RoCE packets
-// dropped. Every RoCE packet on the bridge must be IPv6 between the two
+// (which binds the address on the interface its zone names), asked for
+// as perftest's users do, with -x 0, which names the same GID on uroce;
+// uroce as the client on afpacket; and write_bw both ways with 1 % of
+// RoCE packets dropped, on --ip fe80::…%eth0. Every RoCE packet on the bridge must be IPv6 between the two
 // link-local addresses, and verify.
 func TestLinkLocalRxe(t *testing.T) {
 	l := lab.New(t, lab.Config{})
@@ -41,12 +42,13 @@ func TestLinkLocalRxe(t *testing.T) {
 		size, iters int
 		uroceClient bool
 		drop        int
+		x0          bool // -x 0 rather than --ip
 	}{
-		{"write_lat", "udp", 64, 100, true, 0},
-		{"write_lat", "udp", 64, 100, false, 0},
-		{"write_lat", "afpacket", 64, 100, true, 0},
-		{"write_bw", "udp", 65536, 100, true, 1},
-		{"write_bw", "udp", 65536, 100, false, 1},
+		{"write_lat", "udp", 64, 100, true, 0, true},
+		{"write_lat", "udp", 64, 100, false, 0, true},
+		{"write_lat", "afpacket", 64, 100, true, 0, false},
+		{"write_bw", "udp", 65536, 100, true, 1, false},
+		{"write_bw", "udp", 65536, 100, false, 1, false},
 	} {
 		side := "uroce-server"
 		if c.uroceClient {
@@ -66,8 +68,12 @@ func TestLinkLocalRxe(t *testing.T) {
 				defer d.Remove(context.Background())
 			}
 			perftest := fmt.Sprintf("ib_%s -d rxe0 -x 0 -F -n %d -s %d", c.test, c.iters, c.size)
-			uroce := fmt.Sprintf("/tmp/uroce-perf %s --link %s -d eth0 --ip %v%%eth0 -F -n %d -s %d --timeout 1m --stats",
-				c.test, c.link, ull, c.iters, c.size)
+			local := fmt.Sprintf("--ip %v%%eth0", ull)
+			if c.x0 {
+				local = "-x 0"
+			}
+			uroce := fmt.Sprintf("/tmp/uroce-perf %s --link %s -d eth0 %s -F -n %d -s %d --timeout 1m --stats",
+				c.test, c.link, local, c.iters, c.size)
 			capture := l.Capture("ll-" + strings.ReplaceAll(name, "/", "-"))
 			var server, client lab.Result
 			if c.uroceClient {
