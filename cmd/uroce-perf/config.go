@@ -189,19 +189,19 @@ type config struct {
 	// gidMapped says it did: the device opened on that address has it
 	// as its one GID, at index 0 (deviceGID).
 	gidSet, gidMapped bool
-	dev    string
-	ip     string
-	port   int
-	gbits  bool
-	conn   string
-	tx     int
-	rx     int
-	qps    int
-	inline int
-	cqMod  int
-	link   string
-	json   bool
-	jsonTo string
+	dev               string
+	ip                string
+	port              int
+	gbits             bool
+	conn              string
+	tx                int
+	rx                int
+	qps               int
+	inline            int
+	cqMod             int
+	link              string
+	json              bool
+	jsonTo            string
 	// stats prints the device's transport counters after the report
 	// (and puts them in --out_json), for tests that check a peer's
 	// retransmissions against their own.
