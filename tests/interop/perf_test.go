@@ -25,6 +25,15 @@ type perfCell struct {
 	drop        int      // percent of RoCE packets nftables drops; 0: clean
 	args        []string // uroce-perf's flags beyond the matrix's own
 	guestArgs   string   // perftest's, likewise (the same -c on both ends)
+	// timed: the run is for a time (-D), not -n iterations. check wants
+	// a report of the size with some iterations; checkClean lets the
+	// last packets go unreceived, since perftest's run_iter_bw stops
+	// posting when the time is up and leaves without waiting for the
+	// WRs in flight, whose packets then meet a QP that is gone.
+	timed bool
+	// opcodes, when set, replace wantOpcodes' for checkClean (-A
+	// CMP_AND_SWAP, -c UD).
+	opcodes []bth.Opcode
 }
 
 func (c perfCell) side() string {
@@ -36,7 +45,7 @@ func (c perfCell) side() string {
 
 func (c perfCell) String() string { return fmt.Sprintf("%s/s%d/%s", c.test, c.size, c.side()) }
 
-func (c perfCell) atomic() bool { return c.test == "atomic_lat" }
+func (c perfCell) atomic() bool { return c.test == "atomic_lat" || c.test == "atomic_bw" }
 
 // reports says whether the side prints a result table: every client does,
 // and every server but the passive side of read_lat and atomic_lat
@@ -162,13 +171,33 @@ func (res *perfResult) check(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	if c.reports(c.uroceClient) {
-		checkReport(t, res.guest, c.size, c.iters)
-	}
-	if c.reports(!c.uroceClient) {
-		checkReport(t, res.uroce, c.size, c.iters)
+	for _, r := range []struct {
+		server bool
+		res    lab.Result
+	}{{c.uroceClient, res.guest}, {!c.uroceClient, res.uroce}} {
+		switch {
+		case !c.reports(r.server):
+		case c.timed:
+			checkSomeReport(t, r.res, c.size)
+		default:
+			checkReport(t, r.res, c.size, c.iters)
+		}
 	}
 	res.uroceCount = uroceCounters(t, res.uroce.Stdout)
+}
+
+// checkSomeReport checks the report of a run for a time: the size and
+// some iterations.
+func checkSomeReport(t *testing.T, r lab.Result, size int) {
+	t.Helper()
+	rep, err := lab.ParsePerftest(r.Stdout)
+	if err != nil {
+		t.Errorf("%q: %v\n%s", r.Cmd, err, r.Stdout)
+		return
+	}
+	if rep.Bytes != size || rep.Iterations < 1 {
+		t.Errorf("%q: report says %d bytes × %d iterations, want %d × at least 1", r.Cmd, rep.Bytes, rep.Iterations, size)
+	}
 }
 
 // checkClean checks a run on a clean bridge: a capture whose every RoCE
@@ -186,7 +215,11 @@ func (res *perfResult) checkClean(t *testing.T, ibMTU int) {
 	if err := res.stats.Err(); err != nil {
 		t.Error(err)
 	}
-	for _, op := range wantOpcodes(c.test, c.size, ibMTU) {
+	want := c.opcodes
+	if want == nil {
+		want = wantOpcodes(c.test, c.size, ibMTU)
+	}
+	for _, op := range want {
 		if res.stats.Opcodes[op] == 0 {
 			t.Errorf("no %v packet in the capture", op)
 		}
@@ -214,7 +247,7 @@ func (res *perfResult) checkClean(t *testing.T, ibMTU int) {
 	// passed: it took every packet uroce sent, but for a retransmission
 	// that came after the guest's program had left (lateRetransmits).
 	late := uint64(lateRetransmits(res.frames, fromUroce))
-	if d["rcvd_pkts"] > u["TxPackets"] || d["rcvd_pkts"]+late < u["TxPackets"] {
+	if d["rcvd_pkts"] > u["TxPackets"] || d["rcvd_pkts"]+late < u["TxPackets"] && !c.timed {
 		t.Errorf("packets lost: uroce sent %d (%d of them retransmissions after the guest's last packet), the guest received %d",
 			u["TxPackets"], late, d["rcvd_pkts"])
 	}
@@ -225,7 +258,7 @@ func (res *perfResult) checkClean(t *testing.T, ibMTU int) {
 	// after uroce's last packet (lateRetransmits). Otherwise it read
 	// every packet the guest sent.
 	guestLate := uint64(lateRetransmits(res.frames, fromGuest))
-	if got, sent := u["RxPackets"], d["sent_pkts"]; got > sent || got+guestLate < sent && u["Timeouts"] == 0 {
+	if got, sent := u["RxPackets"], d["sent_pkts"]; got > sent || got+guestLate < sent && u["Timeouts"] == 0 && !c.timed {
 		t.Errorf("the guest sent %d packets (%d of them retransmissions after uroce's last packet), uroce received %d (after %d timeouts)",
 			sent, guestLate, got, u["Timeouts"])
 	}
@@ -255,7 +288,7 @@ func wantOpcodes(test string, size, ibMTU int) []bth.Opcode {
 		return append(multi(bth.RCSendOnly, bth.RCSendFirst, bth.RCSendMiddle, bth.RCSendLast), bth.RCAcknowledge)
 	case "read_lat", "read_bw":
 		return append(multi(bth.RCReadResponseOnly, bth.RCReadResponseFirst, bth.RCReadResponseMiddle, bth.RCReadResponseLast), bth.RCReadRequest)
-	case "atomic_lat":
+	case "atomic_lat", "atomic_bw":
 		return []bth.Opcode{bth.RCFetchAdd, bth.RCAtomicAcknowledge}
 	}
 	panic("unknown test " + test)
