@@ -172,8 +172,8 @@ func (e *Engine) runRequester(q *QP, budget int) bool {
 // npkts returns how many PSNs the WQE uses: its packets, or for a READ the
 // packets of its response (IBA 9.7.1).
 func (w *sendWQE) npkts(mtu int) int {
-	if w.wr.Opcode.isAtomic() || w.length == 0 || w.wr.Opcode == WRFlush {
-		return 1
+	if w.wr.Opcode.isAtomic() || w.length <= uint32(mtu) || w.wr.Opcode == WRFlush {
+		return 1 // and no division for the common one-packet message
 	}
 	return int((uint64(w.length) + uint64(mtu) - 1) / uint64(mtu))
 }
