@@ -2,7 +2,6 @@ package qp
 
 import (
 	"encoding/binary"
-	"time"
 
 	"github.com/uroce/uroce/bth"
 )
@@ -202,8 +201,8 @@ func (e *Engine) completeOp(q *QP, p *bth.Packet, op bth.Opcode) {
 			// postpone a retry forever.
 			if progress {
 				q.rtoAcked()
-				q.rto.progressed(e.now)
-			} else if again && q.rto.duplicateAnswer(e.now, psn, q.timeoutDur()) {
+				q.rto.progressed(e.nowNS)
+			} else if again && q.rto.duplicateAnswer(e.nowNS, psn, q.timeoutDur()) {
 				q.Counters.SpuriousRetrans++
 			}
 			if progress || q.retrans.idx < 0 {
@@ -423,12 +422,12 @@ func (e *Engine) goBackN(q *QP) {
 // packets sent to it.
 func (e *Engine) retransTimeout(q *QP) {
 	if !q.state.sends() || q.sq.head == q.sq.next && (q.sq.head == q.sq.tail || q.sq.at(q.sq.head).state == wqePosted) {
-		q.rto.budget = time.Time{}
+		q.rto.budget = 0
 		return
 	}
 	w := q.sq.at(q.sq.head)
 	if w.state == wqePosted {
-		q.rto.budget = time.Time{}
+		q.rto.budget = 0
 		return
 	}
 	if q.adaptive() {
@@ -439,7 +438,7 @@ func (e *Engine) retransTimeout(q *QP) {
 		if !charged {
 			q.Counters.Timeouts++
 			q.Counters.EarlyRetransTimeouts++
-			q.rto.earlyRetransmit(e.now, q.comp.psn)
+			q.rto.earlyRetransmit(e.nowNS, q.comp.psn)
 			if q.sr != nil {
 				e.srTimeout(q)
 				return

@@ -172,8 +172,8 @@ func (e *Engine) runRequester(q *QP, budget int) bool {
 // npkts returns how many PSNs the WQE uses: its packets, or for a READ the
 // packets of its response (IBA 9.7.1).
 func (w *sendWQE) npkts(mtu int) int {
-	if w.wr.Opcode.isAtomic() || w.length == 0 || w.wr.Opcode == WRFlush {
-		return 1
+	if w.wr.Opcode.isAtomic() || w.length <= uint32(mtu) || w.wr.Opcode == WRFlush {
+		return 1 // and no division for the common one-packet message
 	}
 	return int((uint64(w.length) + uint64(mtu) - 1) / uint64(mtu))
 }
@@ -206,6 +206,19 @@ func (e *Engine) validateSendWQE(q *QP, w *sendWQE) WCStatus {
 	var need Access
 	if w.wr.Opcode.isReadAtomic() {
 		need = AccessLocalWrite
+	}
+	if len(w.sge) == 1 && w.sge[0].Length != 0 {
+		// The common WR, one SGE: resolveSGL's checks without its loop.
+		g := &w.sge[0]
+		m := e.MRs.Lookup(g.LKey, q.cfg.PD, need)
+		if m == nil {
+			return WCLocProtErr
+		}
+		if _, ok := m.slice(g.Addr, uint64(g.Length)); !ok {
+			return WCLocProtErr
+		}
+		w.mrs = append(w.mrs, m)
+		return WCSuccess
 	}
 	var ok bool
 	if w.mrs, ok = e.MRs.resolveSGL(w.mrs, w.sge, q.cfg.PD, need); !ok {
@@ -416,6 +429,13 @@ func (e *Engine) buildRequest(q *QP, w *sendWQE, psn bth.PSN, off, readLen uint3
 func gather(dst []byte, w *sendWQE, off uint32) {
 	if w.wr.Flags&FlagInline != 0 {
 		copy(dst, w.inline[off:])
+		return
+	}
+	if len(w.sge) == 1 && w.mrs[0] != nil {
+		// The common WR, one SGE: copySGL's walk without the loop.
+		g := &w.sge[0]
+		src, _ := w.mrs[0].slice(g.Addr+uint64(off), uint64(g.Length-off))
+		copy(dst, src)
 		return
 	}
 	copySGL(w.sge, w.mrs, off, dst, false)

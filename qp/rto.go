@@ -56,7 +56,8 @@ const minRTO = 16 << tickShift * time.Nanosecond
 type rtoState struct {
 	// What a request or its answer touches comes first, in two cache
 	// lines (see QP); the suspect times after them are touched only
-	// around an early retransmission.
+	// around an early retransmission. Times are on the engine's clock
+	// (Engine.nowNS), 0 for none.
 	//
 	// srtt and rttvar are RFC 6298's, 0 before the first sample.
 	srtt, rttvar time.Duration
@@ -72,16 +73,16 @@ type rtoState struct {
 	// up lazily when it fires. Requests without AckReq are not waited
 	// for: a QP paced far below the line rate sends 64 of them (rxe's
 	// ACK interval) over much longer than an RTO.
-	last time.Time
+	last int64
 	// budget is when the IBA timer would fire; zero while it is not
 	// running.
-	budget time.Time
+	budget int64
 	// timing: the request whose first answer has PSN timedPSN, sent
 	// once at timedAt, is being timed. One request at a time, as Karn
 	// and Partridge time one segment per round trip: a ring of send
 	// times would need as many slots as PSNs in flight, which one READ
 	// alone can exceed.
-	timedAt  time.Time
+	timedAt  int64
 	timedPSN bth.PSN
 	// ackPSN is the last PSN the latest request with AckReq asks to be
 	// answered (a READ's last response); ackWait that it is unanswered.
@@ -94,6 +95,9 @@ type rtoState struct {
 	// request is a READ or more than earlyMaxBytes are unanswered
 	// (earlyOK).
 	ibaOnly bool
+	// armed is the deadline the retrans timer was last set for (setRTO),
+	// so a request compares integers, not time.Time values.
+	armed int64
 	// suspect: an early retransmission went out at retransAt, resending
 	// requests unanswered since lateSince, and the first answer after it
 	// came at answeredAt (zero before); an answer to both copies would
@@ -103,7 +107,7 @@ type rtoState struct {
 	retransPSN bth.PSN
 	// samples counts the RTT samples taken, a clock in round trips.
 	samples                          uint32
-	retransAt, lateSince, answeredAt time.Time
+	retransAt, lateSince, answeredAt int64
 	// lateSeen: a needless retransmission was found at sample lateAt,
 	// its first copy answered lateWait after it went out.
 	lateWait time.Duration
@@ -176,7 +180,7 @@ func (q *QP) rtoAcked() {
 func (q *QP) rtoSample() {
 	s := &q.rto
 	s.timing = false
-	rtt := q.e.now.Sub(s.timedAt)
+	rtt := time.Duration(q.e.nowNS - s.timedAt)
 	if rtt <= 0 {
 		return
 	}
@@ -204,18 +208,18 @@ func (q *QP) rtoSample() {
 // from PSN from on. Their previous copy went out at s.last, or at the
 // previous early retransmission if that is still unanswered: a duplicate
 // answer shows that copy late, not the original, after a backoff.
-func (s *rtoState) earlyRetransmit(now time.Time, from bth.PSN) {
+func (s *rtoState) earlyRetransmit(now int64, from bth.PSN) {
 	prev := s.last
-	if s.suspect && s.answeredAt.IsZero() && !from.Before(s.retransPSN) {
+	if s.suspect && s.answeredAt == 0 && !from.Before(s.retransPSN) {
 		prev = s.retransAt
 	}
-	s.suspect, s.retransAt, s.lateSince, s.answeredAt = true, now, prev, time.Time{}
+	s.suspect, s.retransAt, s.lateSince, s.answeredAt = true, now, prev, 0
 	s.retransPSN = from
 }
 
 // progressed notes the first answer after an early retransmission.
-func (s *rtoState) progressed(now time.Time) {
-	if s.suspect && s.answeredAt.IsZero() {
+func (s *rtoState) progressed(now int64) {
+	if s.suspect && s.answeredAt == 0 {
 		s.answeredAt = now
 	}
 }
@@ -237,23 +241,23 @@ func (s *rtoState) progressed(now time.Time) {
 // (TestRareStallLossTail). Only an answer to a resent PSN counts, and only
 // for one IBA timeout after the retransmission; later duplicates prove
 // nothing about it.
-func (s *rtoState) duplicateAnswer(now time.Time, psn bth.PSN, ceil time.Duration) bool {
+func (s *rtoState) duplicateAnswer(now int64, psn bth.PSN, ceil time.Duration) bool {
 	if !s.suspect || psn.Before(s.retransPSN) {
 		// An answer to a request the retransmission did not resend
 		// is only reordered (a stalled ACK overtaken by a later one).
 		return false
 	}
 	s.suspect = false
-	if now.Sub(s.retransAt) > ceil {
+	if time.Duration(now-s.retransAt) > ceil {
 		return false
 	}
 	// The first answer is the earlier copy's when the path keeps order;
 	// if the resent copy overtook it, the first answer is the resent
 	// one's and the wait it shows is shorter than the real one, so the
 	// floor errs low rather than ratcheting up.
-	late := now.Sub(s.lateSince)
-	if !s.answeredAt.IsZero() {
-		late = s.answeredAt.Sub(s.lateSince)
+	late := time.Duration(now - s.lateSince)
+	if s.answeredAt != 0 {
+		late = time.Duration(s.answeredAt - s.lateSince)
 	}
 	switch {
 	case s.floor >= 2*minRTO:
@@ -292,15 +296,17 @@ func (s *rtoState) rtoCur(ceil time.Duration) time.Duration {
 }
 
 // deadline is when the adaptive timer should fire.
-func (s *rtoState) deadline(ceil time.Duration) time.Time {
+func (s *rtoState) deadline(ceil time.Duration) int64 {
 	if !s.ackWait || s.ibaOnly {
 		return s.budget
 	}
-	d := s.last.Add(s.rtoCur(ceil))
-	if d.After(s.budget) {
-		return s.budget
-	}
-	return d
+	return min(s.last+int64(s.rtoCur(ceil)), s.budget)
+}
+
+// setRTO arms q's retrans timer for when, on the engine's clock.
+func (e *Engine) setRTO(q *QP, when int64) {
+	q.rto.armed = when
+	e.setTimer(&q.retrans, e.now.Add(time.Duration(when-e.nowNS)))
 }
 
 // armRetrans starts the ACK timer if it is not running, at the send of a
@@ -311,29 +317,30 @@ func (e *Engine) armRetrans(q *QP, ackReq, retransmit bool, psn, newest bth.PSN)
 	if d == 0 {
 		return
 	}
+	now := e.nowNS
 	if !q.adaptive() {
 		if q.retrans.idx < 0 {
-			e.setTimer(&q.retrans, e.now.Add(d))
+			e.setRTO(q, now+int64(d))
 		}
 		return
 	}
 	s := &q.rto
 	s.ibaOnly = !q.earlyOK()
 	if ackReq {
-		s.last, s.ackPSN, s.ackWait = e.now, newest, true
+		s.last, s.ackPSN, s.ackWait = now, newest, true
 		// Its first answer, an ACK or a READ's first response, has
 		// its PSN: a READ is timed to the start of its response, not
 		// its end, which depends on its size.
 		if !retransmit && !s.timing {
-			s.timing, s.timedPSN, s.timedAt = true, psn, e.now
+			s.timing, s.timedPSN, s.timedAt = true, psn, now
 		}
 	}
-	if s.budget.IsZero() {
-		s.budget = e.now.Add(d)
+	if s.budget == 0 {
+		s.budget = now + int64(d)
 	}
 	// Only a deadline that moved earlier moves the timer now.
-	if when := s.deadline(d); q.retrans.idx < 0 || when.Before(q.retrans.when) {
-		e.setTimer(&q.retrans, when)
+	if when := s.deadline(d); q.retrans.idx < 0 || when < s.armed {
+		e.setRTO(q, when)
 	}
 }
 
@@ -343,23 +350,24 @@ func (e *Engine) restartRetrans(q *QP) {
 	if d == 0 {
 		return
 	}
+	now := e.nowNS
 	if !q.adaptive() {
-		e.setTimer(&q.retrans, e.now.Add(d))
+		e.setRTO(q, now+int64(d))
 		return
 	}
 	s := &q.rto
-	s.last, s.budget = e.now, e.now.Add(d)
+	s.last, s.budget = now, now+int64(d)
 	s.ibaOnly = !q.earlyOK()
 	if s.ackWait && q.comp.psn.After(s.ackPSN) {
 		s.ackWait = false
 	}
-	e.setTimer(&q.retrans, s.deadline(d))
+	e.setRTO(q, s.deadline(d))
 }
 
 // stopRetrans stops the ACK timer and its budget.
 func (e *Engine) stopRetrans(q *QP) {
 	e.stopTimer(&q.retrans)
-	q.rto.budget, q.rto.ackWait = time.Time{}, false
+	q.rto.budget, q.rto.ackWait = 0, false
 }
 
 // rtoExpired decides what the ACK timer that fired means in adaptive
@@ -369,22 +377,22 @@ func (e *Engine) stopRetrans(q *QP) {
 func (e *Engine) rtoExpired(q *QP) (due, charged bool) {
 	s := &q.rto
 	d := q.timeoutDur()
-	if s.budget.IsZero() {
+	if s.budget == 0 {
 		// Fired with no budget running (the timer armed before the mode
 		// or timeout changed): a full IBA timeout is its own budget.
-		s.budget = e.now
+		s.budget = e.nowNS
 	}
-	if when := s.deadline(d); e.now.Before(when) {
-		e.setTimer(&q.retrans, when)
+	if when := s.deadline(d); e.nowNS < when {
+		e.setRTO(q, when)
 		return false, false
 	}
 	if s.backoff < 31 {
 		s.backoff++
 	}
-	if !e.now.Before(s.budget) {
+	if e.nowNS >= s.budget {
 		// The retransmission arms the next budget, a full IBA timeout
 		// on, as the fixed timer re-arms at its send.
-		s.budget = time.Time{}
+		s.budget = 0
 		return true, true
 	}
 	return true, false

@@ -40,7 +40,7 @@ func TestRTOEstimator(t *testing.T) {
 			p := newPair(t, pairConfig{mtu: 1024, retry: 7})
 			q := p.a.qp
 			for _, r := range c.samples {
-				q.rto.timing, q.rto.timedPSN, q.rto.timedAt = true, q.comp.psn.Add(-1), q.e.now.Add(-r)
+				q.rto.timing, q.rto.timedPSN, q.rto.timedAt = true, q.comp.psn.Add(-1), q.e.nowNS-int64(r)
 				q.rto.backoff = 3
 				q.rtoAcked()
 				if q.rto.timing || q.rto.backoff != 0 {
@@ -56,7 +56,7 @@ func TestRTOEstimator(t *testing.T) {
 	t.Run("unanswered", func(t *testing.T) {
 		p := newPair(t, pairConfig{mtu: 1024, retry: 7})
 		q := p.a.qp
-		q.rto.timing, q.rto.timedPSN, q.rto.timedAt = true, q.comp.psn, q.e.now.Add(-us)
+		q.rto.timing, q.rto.timedPSN, q.rto.timedAt = true, q.comp.psn, q.e.nowNS-int64(us)
 		q.rtoAcked()
 		if !q.rto.timing || q.rto.srtt != 0 {
 			t.Errorf("an ACK before the timed PSN gave a sample: SRTT %v", q.rto.srtt)
