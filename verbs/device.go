@@ -29,6 +29,8 @@ type Device struct {
 	wake  func() // the link's Wake, if it has one
 	rx    [64]*link.Packet
 	dirty []*CQ // CQs with completions still in the engine's ring
+	// deferSend leaves a PostSend's packets to the next turn (DeferSends).
+	deferSend bool
 	// clock is the device's time source; tests over a pipe with a fake
 	// clock replace it.
 	clock func() time.Time
@@ -74,6 +76,7 @@ func Open(l link.Link, opts ...Option) *Device {
 		opt(&o)
 	}
 	d := open(l)
+	d.deferSend = o.deferSend
 	if !o.inline {
 		d.Start()
 	}
@@ -83,7 +86,7 @@ func Open(l link.Link, opts ...Option) *Device {
 // An Option changes how Open, OpenAddr and OpenInterface make a device.
 type Option func(*options)
 
-type options struct{ inline bool }
+type options struct{ inline, deferSend bool }
 
 // Inline opens the device in inline mode, for programs that poll in a loop
 // of their own for the lowest latency (perftest's busy-polling, uroce-perf,
@@ -94,6 +97,16 @@ type options struct{ inline bool }
 // its peer in the same process sits unpolled waits until its context ends.
 // Start switches an inline device to background mode.
 func Inline() Option { return func(o *options) { o.inline = true } }
+
+// DeferSends makes PostSend on an engine it finds free only queue the WR:
+// its packets leave in the engine's next turn (CQ.Poll, CQ.Wait, or any
+// call that runs the engine), with those of every WR posted meanwhile, as
+// an RNIC fetches the WQEs that a run of posts rang the doorbell for. A
+// burst of posts then costs the link one send (one system call on afxdp)
+// instead of one per WR. It suits a program that polls after posting, as
+// perftest's bandwidth loops do; one that posts and then waits elsewhere,
+// not polling, keeps the default, whose PostSend sends at once.
+func DeferSends() Option { return func(o *options) { o.deferSend = true } }
 
 func open(l link.Link) *Device {
 	d := &Device{l: l, e: qp.NewEngine(l), clock: time.Now}

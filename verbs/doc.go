@@ -32,7 +32,9 @@
 //
 // Data moves like this. PostSend hands a SendWR to the device's transport
 // engine (package qp), which copies it into the QP's send queue and, in the
-// same call, builds and sends the packets it may send now. Packets that
+// same call, builds and sends the packets it may send now (with the
+// DeferSends option, in the next call that runs the engine, together with
+// those of the WRs posted meanwhile). Packets that
 // arrive are read from the link and fed to the engine by whoever drives it.
 // By default that is the device's own goroutine, started by Open: the
 // device answers its peers whether or not the application calls it, and

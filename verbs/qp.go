@@ -223,7 +223,8 @@ func (q *QueuePair) Connect(remote Endpoint, o ConnectOptions) error {
 	return nil
 }
 
-// PostSend posts a send WR (ibv_post_send) and sends what it can at once.
+// PostSend posts a send WR (ibv_post_send) and sends what it can at once
+// (with DeferSends, in the engine's next turn).
 // Errors wrap ErrBadState, ErrQueueFull, ErrBadWR or ErrClosed; a WR that
 // fails later completes with an error status instead. The WR and its
 // buffers may be reused when PostSend returns (the engine has copied the
@@ -239,8 +240,11 @@ func (q *QueuePair) PostSend(wr *SendWR) error {
 		if !d.closed.Load() {
 			err = q.q.PostSend(d.clock(), wr)
 		}
-		d.runHandedOver()
-		d.runEngine()
+		// With DeferSends the WR waits on the QP's ready list for the
+		// next turn, unless handed-over work wants one now.
+		if d.runHandedOver() > 0 || !d.deferSend {
+			d.runEngine()
+		}
 		d.letGo()
 		return err
 	}

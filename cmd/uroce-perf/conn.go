@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"runtime"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // drivingConn is the exchange's TCP connection that keeps the local
@@ -21,7 +22,7 @@ import (
 // While packets flow, Read spins: a non-blocking read of the socket, then
 // one turn of the engine, as perftest's peer has an RNIC that answers at
 // once. After quietIdle without a packet it waits in the kernel for up to
-// a millisecond between turns instead, so an idle side costs no processor.
+// idleWait between turns instead, so an idle side costs no processor.
 type drivingConn struct {
 	net.Conn
 	raw syscall.RawConn
@@ -35,9 +36,15 @@ type drivingConn struct {
 	p      []byte
 	n      int
 	rerr   error
+	// pollFn is pollOnce bound once, for the idle wait.
+	pollFn func(fd uintptr)
+	pfd    [1]unix.PollFd
 }
 
-const quietIdle = 50 * time.Millisecond
+const (
+	quietIdle = 50 * time.Millisecond
+	idleWait  = time.Millisecond
+)
 
 func newDrivingConn(c net.Conn) (*drivingConn, error) {
 	sc, ok := c.(syscall.Conn)
@@ -50,6 +57,7 @@ func newDrivingConn(c net.Conn) (*drivingConn, error) {
 	}
 	d := &drivingConn{Conn: c, raw: raw}
 	d.readFn = d.readOnce
+	d.pollFn = d.pollOnce
 	return d, nil
 }
 
@@ -93,11 +101,18 @@ func (c *drivingConn) Read(p []byte) (int, error) {
 		if time.Since(lastMove) < quietIdle {
 			continue
 		}
-		c.Conn.SetReadDeadline(time.Now().Add(time.Millisecond))
-		n, err := c.Conn.Read(p)
-		c.Conn.SetReadDeadline(time.Time{})
-		if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
-			return n, err
+		// Wait for the socket in poll(2), not in a Read with a
+		// deadline: that one's timeout error is allocated each time,
+		// a thousand a second while the peer computes its report.
+		// The next turn reads what came.
+		if err := c.raw.Control(c.pollFn); err != nil {
+			return 0, err
 		}
 	}
+}
+
+// pollOnce waits up to idleWait for the socket to become readable.
+func (c *drivingConn) pollOnce(fd uintptr) {
+	c.pfd[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
+	unix.Poll(c.pfd[:], int(idleWait/time.Millisecond))
 }

@@ -431,5 +431,12 @@ func openDevice(cfg *config, addr netip.Addr) (*verbs.Device, string, error) {
 	case err != nil:
 		return nil, "", fmt.Errorf("open %s: %w", name, err)
 	}
-	return verbs.Open(l, verbs.Inline()), name, nil
+	opts := []verbs.Option{verbs.Inline()}
+	if cfg.kind.bw {
+		// perftest's bandwidth loops post up to the send queue's depth
+		// and then poll: the posts' packets leave in the poll's turn,
+		// one link send for the burst.
+		opts = append(opts, verbs.DeferSends())
+	}
+	return verbs.Open(l, opts...), name, nil
 }
