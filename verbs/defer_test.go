@@ -49,12 +49,7 @@ func TestDeferSends(t *testing.T) {
 		}
 		qa, ma, ca := setup(a)
 		qb, mb, cb := setup(b)
-		if err := qa.Connect(qb.Endpoint(2000), verbs.ConnectOptions{PSN: 1000}); err != nil {
-			t.Fatal(err)
-		}
-		if err := qb.Connect(qa.Endpoint(1000), verbs.ConnectOptions{PSN: 2000}); err != nil {
-			t.Fatal(err)
-		}
+		connectRC(t, qa, qb)
 		for i := range ma.Buf() {
 			ma.Buf()[i] = byte(i)
 		}

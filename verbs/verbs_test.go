@@ -124,3 +124,14 @@ func TestClose(t *testing.T) {
 		b.Close()
 	}
 }
+
+// connectRC connects qa (PSN 1000) and qb (PSN 2000) to each other.
+func connectRC(t testing.TB, qa, qb *verbs.QueuePair) {
+	t.Helper()
+	if err := qa.Connect(qb.Endpoint(2000), verbs.ConnectOptions{PSN: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	if err := qb.Connect(qa.Endpoint(1000), verbs.ConnectOptions{PSN: 2000}); err != nil {
+		t.Fatal(err)
+	}
+}
