@@ -76,9 +76,7 @@ func Open(l link.Link, opts ...Option) *Device {
 		opt(&o)
 	}
 	d := open(l)
-	// Only an inline device defers: a started one may be asleep in the
-	// link, and nothing would wake it for the deferred WRs.
-	d.deferSend = o.deferSend && o.inline
+	d.deferSend = o.deferSend
 	if !o.inline {
 		d.Start()
 	}
@@ -107,8 +105,9 @@ func Inline() Option { return func(o *options) { o.inline = true } }
 // burst of posts then costs the link one send (one system call on afxdp)
 // instead of one per WR. It suits a program that polls after posting, as
 // perftest's bandwidth loops do; one that posts and then waits elsewhere,
-// not polling, keeps the default, whose PostSend sends at once. It applies
-// to an inline device (with Inline) only.
+// not polling, keeps the default, whose PostSend sends at once. It matters
+// to an inline device (with Inline) only: a started device's goroutine
+// owns the engine and takes every WR in its own turn.
 func DeferSends() Option { return func(o *options) { o.deferSend = true } }
 
 func open(l link.Link) *Device {

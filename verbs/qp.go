@@ -241,7 +241,9 @@ func (q *QueuePair) PostSend(wr *SendWR) error {
 			err = q.q.PostSend(d.clock(), wr)
 		}
 		// With DeferSends the WR waits on the QP's ready list for the
-		// next turn, unless handed-over work wants one now.
+		// next turn, unless handed-over work wants one now. Only an
+		// inline device gets here: a started one's goroutine owns the
+		// engine, and the WR is handed over to it below.
 		if d.runHandedOver() > 0 || !d.deferSend {
 			d.runEngine()
 		}
