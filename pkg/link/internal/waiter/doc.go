@@ -15,5 +15,8 @@
 // Wait also polls and waits for the owner's exit to hand over. Only then does the link free its resources. The owner
 // never waits for Close, and Close waits at most for one call to finish.
 //
-// Wait itself is ppoll(2) on the link's descriptors and the eventfd.
+// Wait parks the goroutine in the Go runtime's poller on an epoll instance
+// that watches the link's descriptors and the eventfd, so that a sleeping
+// owner holds no thread; where the runtime does not take the instance,
+// Wait is ppoll(2) on the same descriptors.
 package waiter

@@ -20,7 +20,56 @@ func newT(t *testing.T) (*Waiter, [2]int) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if w.ep == nil {
+		t.Fatal("the epoll instance is not in the runtime's poller")
+	}
+	if ppoll {
+		w.ep.Close()
+		w.ep = nil
+	}
 	return w, p
+}
+
+// ppoll makes newT's Waiters use the ppoll(2) fallback.
+var ppoll bool
+
+// TestPpollFallback runs the Wait, Wake and Close tests on a Waiter that
+// waits in ppoll(2), as one does when the runtime's poller refuses its
+// epoll instance.
+func TestPpollFallback(t *testing.T) {
+	ppoll = true
+	defer func() { ppoll = false }()
+	for name, f := range map[string]func(*testing.T){
+		"WaitReadable": TestWaitReadable, "CloseEndsWait": TestCloseEndsWait,
+		"CloseFencesOwner": TestCloseFencesOwner, "WakeEndsOneWait": TestWakeEndsOneWait,
+		"WakeDuringClose": TestWakeDuringClose, "WaitTimeout": TestWaitTimeout,
+	} {
+		t.Run(name, f)
+	}
+}
+
+// TestWaitTimeout: a Wait with nothing to read returns after its timeout,
+// not before, and a Wake before it is spent by that Wait alone.
+func TestWaitTimeout(t *testing.T) {
+	w, _ := newT(t)
+	defer w.Close(w.Free)
+	const d = 20 * time.Millisecond
+	start := time.Now()
+	if closed, err := w.Wait(d); closed || err != nil {
+		t.Fatalf("Wait: %v %v", closed, err)
+	}
+	if took := time.Since(start); took < d {
+		t.Fatalf("Wait(%v) returned after %v", d, took)
+	}
+	w.Wake()
+	start = time.Now()
+	if closed, err := w.Wait(time.Minute); closed || err != nil || time.Since(start) > 10*time.Second {
+		t.Fatalf("Wait after a Wake: %v %v after %v", closed, err, time.Since(start))
+	}
+	start = time.Now()
+	if closed, err := w.Wait(d); closed || err != nil || time.Since(start) < d {
+		t.Fatalf("second Wait after one Wake: %v %v after %v", closed, err, time.Since(start))
+	}
 }
 
 func TestWaitReadable(t *testing.T) {
