@@ -162,12 +162,15 @@ func (c *CQ) Wait(ctx context.Context, wc []WC) (int, error) {
 // reports whether it spun at all.
 func (c *CQ) spinFor(ctx context.Context, start time.Time) bool {
 	b := c.spin.budget()
-	if b == 0 {
+	if b == 0 || c.d.sleeping.Load() {
 		return false
 	}
 	d := c.d
 	done := ctx.Done()
-	for c.r.empty() && time.Since(start) < b && !d.closed.Load() {
+	// A device goroutine asleep in the link is woken by the runtime's
+	// poller, which a spinning goroutine keeps from running: spin only
+	// while that goroutine is awake to deliver.
+	for c.r.empty() && !d.sleeping.Load() && time.Since(start) < b && !d.closed.Load() {
 		select {
 		case <-done:
 			return true

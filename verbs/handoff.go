@@ -65,14 +65,6 @@ const (
 	pollWait   = 50 * time.Microsecond
 )
 
-// bgSpin is how many idle rounds the background goroutine polls before it
-// sleeps in the link. A bound learnt from the gaps between packets, as
-// CQ.Wait's is (spin.go), measured no better (issue 14, BENCHMARKS.md):
-// with three goroutines (the caller's and both devices') on two shared
-// cores, the longer spins it chose when traffic was brisk took the
-// processor from the peer's goroutine.
-const bgSpin = 32
-
 func (d *Device) initOwner() {
 	d.reqs = make([]request, numRequests)
 	d.free = newRing[uint32](numRequests)
@@ -213,11 +205,14 @@ func (d *Device) handOver(i uint32) error {
 	d.sub.push(&i) // cannot fail: the ring holds every slot
 	// An owner that is not asleep in the link looks at d.sub before it
 	// goes to sleep (after it says so in d.sleeping), so only a sleeping
-	// one needs the wake's system call.
-	if d.wake != nil && d.sleeping.Load() {
+	// one needs the wake.
+	asleep := d.sleeping.Load()
+	if d.wake != nil && asleep {
 		d.wake()
 	}
-	for spin := 0; ; spin++ {
+	// A woken owner runs once this goroutine parks: its P finds it in the
+	// runtime's poller then, and not while this one spins (loop).
+	for spin := 0; !asleep; spin++ {
 		select {
 		case <-r.done:
 			return d.finish(i, r)
@@ -305,23 +300,26 @@ func (d *Device) ownOrCount(turn func() error) (owned, counted bool, err error) 
 }
 
 // loop is the background goroutine: it owns the engine until Close.
+//
+// It does not spin between packets: with no work it parks in the link at
+// once. The link's Wait parks the goroutine in the runtime's poller
+// (pkg/link/internal/waiter), so when a goroutine on this device or its
+// peer parks, the thread that was running it finds the next one ready in
+// its own netpoll and runs it without a wake-up: a round trip between
+// two started devices runs on one thread. A spinning goroutine breaks
+// that chain: one that yields keeps its P from polling (the scheduler
+// finds it on the run queue first), one that does not leaves the packet
+// to a thread that must be woken. Both cost more than the park, measured
+// with 32 spinning rounds and with spins learnt from the gaps between
+// packets (issue 14, verbs/BENCHMARKS.md).
 func (d *Device) loop(done chan struct{}) {
 	defer close(done)
-	idle := 0
 	for !d.closed.Load() {
-		if d.runHandedOver()+d.receiveAndRun() > 0 {
-			idle = 0
-		} else {
-			idle++
-		}
-		// For a few rounds after work, look again rather than sleep:
-		// answers follow requests within microseconds, and a sleep in
-		// the link costs a wake-up each time (eRPC polls for the same
-		// reason; here the polling is bounded, the machine is shared).
-		if idle <= bgSpin {
-			runtime.Gosched()
-			continue
-		}
+		d.runHandedOver()
+		d.receiveAndRun()
+		// Not another look at the link first: the sleep returns at once
+		// if a packet or a hand-over came meanwhile, and it lets the
+		// goroutines the work readied run before it.
 		if err := d.sleep(bgWait); err != nil {
 			break
 		}
