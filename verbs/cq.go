@@ -113,10 +113,13 @@ func (c *CQ) Poll(wc []WC) int {
 //
 // On a started device it first spins, polling the CQ's ring, for about
 // twice what recent Waits on this CQ took, at most 50 µs, and only while
-// at least half of them ended within 75 µs (spin.go); then it parks until
-// the device's goroutine delivers. A CQ whose completions follow each
-// post within µs is answered without a wake-up; one that waits for a
-// client's next request parks at once and costs no CPU.
+// at least half of them ended within 75 µs (spin.go) and the device's
+// goroutine is awake; then it parks until that goroutine delivers. A CQ
+// whose completions follow each post within µs is answered without a
+// wake-up; one that waits for a client's next request parks at once and
+// costs no CPU. A device goroutine asleep in a link that parks in the
+// runtime's poller (udp, afpacket, afxdp) is woken by the thread that
+// parks this Wait, so spinning then would only delay it.
 func (c *CQ) Wait(ctx context.Context, wc []WC) (int, error) {
 	d := c.d
 	var start time.Time

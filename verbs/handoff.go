@@ -54,11 +54,12 @@ const numRequests = 256
 // Idle bounds on a sleeping owner's link Wait. A link that is a
 // link.Waker is woken by every hand-over, so the bound only matters for
 // context cancellation in an inline Wait; others are polled at pollWait.
-// bgWait is long because each sleep costs more than its own wake-up: the
-// link's Wait is a system call that holds its P, and after the runtime's
+// bgWait is long because a sleep in a link that waits in a system call
+// (ppoll, or a link of another kind) holds its P, and after the runtime's
 // monitor takes the P back it polls every 20 µs for a while (about 60
-// wake-ups a sleep); at 100 ms, two idle devices cost 2 % of a core in
-// context switches (TestIdleCPU).
+// wake-ups a sleep); at 100 ms, two such idle devices cost 2 % of a core
+// in context switches (TestIdleCPU). A link that parks in the runtime's
+// poller costs nothing while it sleeps.
 const (
 	bgWait     = time.Second
 	inlineWait = time.Millisecond
