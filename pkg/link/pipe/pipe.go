@@ -294,8 +294,11 @@ func (l *Link) Recv(pkts []*link.Packet) (int, error) {
 			s.put(p)
 			continue
 		}
-		*p = link.Packet{Buf: p.Buf, Off: fl.ip + l.g.Off, Len: l.g.End - l.g.Off,
-			Remote: l.g.Src, Local: l.g.Dst, SrcPort: l.g.SrcPort, TOS: l.g.TOS}
+		// Field by field: a composite literal is built on the stack
+		// and copied over with a write barrier check for all of it.
+		p.Off, p.Len = fl.ip+l.g.Off, l.g.End-l.g.Off
+		p.Remote, p.Local = l.g.Src, l.g.Dst
+		p.SrcPort, p.TOS, p.Unverified = l.g.SrcPort, l.g.TOS, false
 		l.stats.RxPackets++
 		l.stats.RxBytes += uint64(p.Len)
 		pkts[n] = p
