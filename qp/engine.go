@@ -459,15 +459,17 @@ func (e *Engine) fromPeer(q *QP, lp *link.Packet) bool {
 		return false
 	}
 	l := lp.Local
-	return !l.IsValid() || !e.Addr.IsValid() || e.Addr.IsUnspecified() || sameAddr(l, e.Addr)
+	return l == e.Addr || !l.IsValid() || !e.Addr.IsValid() || e.Addr.IsUnspecified() || sameAddrForms(l, e.Addr)
 }
 
 // sameAddr reports whether a and b are one IP address, IPv4 in either
 // form, whatever IPv6 zone either names. It does not allocate.
 func sameAddr(a, b netip.Addr) bool {
-	if a == b {
-		return true // the common case, one form on both sides
-	}
+	// The common case, one form on both sides, inlines at the caller.
+	return a == b || sameAddrForms(a, b)
+}
+
+func sameAddrForms(a, b netip.Addr) bool {
 	return a.Unmap().WithZone("") == b.Unmap().WithZone("")
 }
 
