@@ -288,8 +288,16 @@ func nextOpcode(op WROpcode, first, last bool) bth.Opcode {
 func (e *Engine) sendRequest(q *QP, w *sendWQE) bool {
 	psn := q.req.psn
 	op := w.wr.Opcode
-	lp, payload, last, ackReq := e.buildRequest(q, w, psn, w.offset, 0, false)
-	if lp == nil {
+	var lp *link.Packet
+	var payload uint32
+	var last, ackReq bool
+	if (op == WRWrite || op == WRSend) && w.offset == 0 && w.length <= uint32(q.mtu) && !q.selective() {
+		// The common message, a SEND or WRITE of one packet.
+		if lp = e.buildOnly(q, w, psn); lp == nil {
+			return false
+		}
+		payload, last, ackReq = w.length, true, true
+	} else if lp, payload, last, ackReq = e.buildRequest(q, w, psn, w.offset, 0, false); lp == nil {
 		return false
 	}
 	retransmit := psn.Before(q.req.highPSN)
@@ -423,6 +431,31 @@ func (e *Engine) buildRequest(q *QP, w *sendWQE, psn bth.PSN, off, readLen uint3
 		e.ccSent(q, lp.Len+ipUDPLen, psn, true)
 	}
 	return lp, payload, last, bf.AckReq
+}
+
+// buildOnly is buildRequest for a SEND or WRITE without immediate data
+// whose whole message fits one packet, without selective repeat: a
+// SEND_ONLY or RDMA_WRITE_ONLY, which is the last packet of its message
+// and so asks for an ACK (rxe sets AckReq on every message's last
+// packet), with the solicited event bit of its WR.
+func (e *Engine) buildOnly(q *QP, w *sendWQE, psn bth.PSN) *link.Packet {
+	bf := bth.BTHFields{Opcode: bth.RCSendOnly, PSN: psn, AckReq: true, SE: w.wr.Flags&FlagSolicited != 0}
+	if w.wr.Opcode == WRWrite {
+		bf.Opcode = bth.RCWriteOnly
+		e.pf.RETH = bth.RETHFields{VA: w.wr.RemoteAddr, RKey: w.wr.RKey, DMALen: w.length}
+	}
+	if !q.ccNone && q.cc.paced {
+		q.cc.ackReqAt = e.now // as buildRequest does for an AckReq
+	}
+	lp, dst := e.newPacket(q, &bf, int(w.length), false)
+	if lp == nil {
+		return nil
+	}
+	q.req.noackPkts = 0
+	if w.length > 0 {
+		gather(dst, w, 0)
+	}
+	return lp
 }
 
 // gather copies the WQE's data from byte off on into dst.
