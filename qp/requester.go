@@ -145,7 +145,7 @@ func (e *Engine) runRequester(q *QP, budget int) bool {
 			if budget == 0 {
 				return true
 			}
-			if e.ccHold(q, w.nextPayload(int(q.mtu))) {
+			if e.ccHold(q, w) {
 				return false // the pacer's timer or an ACK schedules us
 			}
 			state = reqSendPacket
