@@ -438,6 +438,12 @@ func (c *monoClock) ns(t time.Time) int64 {
 	if c.set && t == c.last {
 		return c.lastNS
 	}
+	return c.convert(t)
+}
+
+// convert is ns past its cache, out of line so that the cache's look
+// inlines at ns's callers.
+func (c *monoClock) convert(t time.Time) int64 {
 	if !c.set {
 		c.base, c.set = t, true
 	}
