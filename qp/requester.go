@@ -40,22 +40,13 @@ func (q *QP) srPlaceable() bool {
 	return true
 }
 
-// reqState is a step of the requester (rxe's rxe_requester, written as a
-// state machine).
-type reqState uint8
-
-const (
-	reqGetWQE      reqState = iota // pick the WQE at sq.next
-	reqStartWQE                    // a WQE not yet started: fence, drain, credits, keys
-	reqCheckWindow                 // room in the PSN window and the budget
-	reqSendPacket                  // build and send one packet
-	reqError                       // a local error: fail the WQE, QP to ERR
-)
-
-// runRequester sends packets for q, at most budget of them. It reports
-// whether it stopped with work left (budget, no buffers), so the caller
-// should run it again; a requester blocked on an ACK, a credit or a timer is
-// scheduled by whoever unblocks it.
+// runRequester sends packets for q, at most budget of them (rxe's
+// rxe_requester). It reports whether it stopped with work left (budget,
+// no buffers), so the caller should run it again; a requester blocked on
+// an ACK, a credit or a timer is scheduled by whoever unblocks it. Each
+// turn of the outer loop takes the WQE at sq.next (starting it when not
+// yet started: fence, drain, credits, keys); the inner loop sends its
+// packets while the PSN window and the budget allow.
 func (e *Engine) runRequester(q *QP, budget int) bool {
 	if !q.state.sends() {
 		return false
@@ -69,28 +60,19 @@ func (e *Engine) runRequester(q *QP, budget int) bool {
 	if q.req.needRetry && !q.req.waitRNR {
 		q.retry()
 	}
-	var w *sendWQE
-	state := reqGetWQE
 	for {
-		switch state {
-		case reqGetWQE:
-			if q.req.waitRNR || q.sq.next == q.sq.tail {
-				return false
-			}
-			w = q.sq.at(q.sq.next)
-			state = reqCheckWindow
-			switch w.state {
-			case wqePosted:
-				state = reqStartWQE
-			case wqeDone:
-				// A local operation already executed, met again
-				// after a go-back-N rewind.
-				q.sq.next++
-				q.retireLocal()
-				state = reqGetWQE
-			}
-
-		case reqStartWQE:
+		if q.req.waitRNR || q.sq.next == q.sq.tail {
+			return false
+		}
+		w := q.sq.at(q.sq.next)
+		switch w.state {
+		case wqeDone:
+			// A local operation already executed, met again after a
+			// go-back-N rewind.
+			q.sq.next++
+			q.retireLocal()
+			continue
+		case wqePosted:
 			// IBA 10.3.1: in SQD the send queue finishes the WQE in
 			// progress and starts no other.
 			if q.state == StateSQD {
@@ -106,14 +88,12 @@ func (e *Engine) runRequester(q *QP, budget int) bool {
 				// reaches it, completed in order behind what is
 				// still outstanding.
 				if st := e.executeLocal(q, w); st != WCSuccess {
-					w.status = st
-					state = reqError
-					continue
+					q.fail(w, st)
+					return false
 				}
 				w.state = wqeDone
 				q.sq.next++
 				q.retireLocal()
-				state = reqGetWQE
 				continue
 			}
 			// IBA 9.5.2: at most max_rd_atomic READ/atomic outstanding.
@@ -126,9 +106,8 @@ func (e *Engine) runRequester(q *QP, budget int) bool {
 			}
 			if !w.validated {
 				if st := e.validateSendWQE(q, w); st != WCSuccess {
-					w.status = st
-					state = reqError
-					continue
+					q.fail(w, st)
+					return false
 				}
 				w.validated = true
 			}
@@ -136,9 +115,8 @@ func (e *Engine) runRequester(q *QP, budget int) bool {
 			w.lastPSN = w.firstPSN.Add(w.npkts(int(q.mtu)) - 1)
 			w.offset = 0
 			w.state = wqeProcessing
-			state = reqCheckWindow
-
-		case reqCheckWindow:
+		}
+		for {
 			if q.req.psn.Diff(q.comp.psn) >= maxUnackedPSNs && !q.srRoom() {
 				return false // the completer schedules us when ACKs arrive
 			}
@@ -148,23 +126,15 @@ func (e *Engine) runRequester(q *QP, budget int) bool {
 			if e.ccHold(q, w) {
 				return false // the pacer's timer or an ACK schedules us
 			}
-			state = reqSendPacket
-
-		case reqSendPacket:
 			if !e.sendRequest(q, w) {
 				return true // no buffer: try again next turn
 			}
 			budget--
-			state = reqCheckWindow
 			if w.state == wqePending {
 				q.sq.next++
 				q.retireLocal()
-				state = reqGetWQE
+				break
 			}
-
-		case reqError:
-			q.fail(w, w.status)
-			return false
 		}
 	}
 }
