@@ -1,6 +1,10 @@
 package bth
 
-import "net/netip"
+import (
+	"encoding/binary"
+	"math/bits"
+	"net/netip"
+)
 
 // DatagramFields holds the IP and UDP headers a sender writes in front of
 // a RoCE packet.
@@ -122,4 +126,70 @@ func ParseDatagram(d []byte, g *Datagram) error {
 	}
 	g.Off, g.End = hl+UDPLen, end
 	return nil
+}
+
+// DatagramTemplate writes the IP and UDP headers of one source and
+// destination, as PutDatagramHeaders does with the same fields, for a
+// sender that writes them on every packet: the addresses, TTL, DF and
+// destination port are taken apart and summed once, so an IPv4 header is
+// three stores and a checksum of two additions. Make one with
+// NewDatagramTemplate.
+type DatagramTemplate struct {
+	f  DatagramFields // as given; IPv6 goes through PutDatagramHeaders
+	v4 bool
+	w0 uint64 // IPv4 bytes 0-7 without TOS, total length and ID
+	w1 uint64 // bytes 8-15 without the checksum
+	w2 uint32 // bytes 16-19, the destination
+	dp uint16 // UDP destination port
+}
+
+// NewDatagramTemplate makes a template of f's addresses, TTL, DF and
+// destination port (the other fields are given to Put).
+func NewDatagramTemplate(f *DatagramFields) DatagramTemplate {
+	t := DatagramTemplate{f: *f, dp: f.DstPort}
+	if !(f.Dst.Is4() || f.Dst.Is4In6()) {
+		return t
+	}
+	t.v4 = true
+	src, dst := f.Src.Unmap().As4(), f.Dst.Unmap().As4()
+	var flags uint16
+	if f.DF {
+		flags = IPv4DontFragment
+	}
+	t.w0 = uint64(4<<4|IPv4MinLen/4)<<56 | uint64(flags<<13)
+	t.w1 = uint64(f.TTL)<<56 | uint64(ProtocolUDP)<<48 | uint64(binary.BigEndian.Uint32(src[:]))
+	t.w2 = binary.BigEndian.Uint32(dst[:])
+	return t
+}
+
+// HeaderLen returns the length of the headers Put writes.
+func (t *DatagramTemplate) HeaderLen() int {
+	if t.v4 {
+		return IPv4MinLen + UDPLen
+	}
+	return IPv6Len + UDPLen
+}
+
+// Put writes the headers in front of the UDP payload buf[off:off+n] with
+// the given TOS (traffic class), IPv4 ID and UDP source port, as
+// PutDatagramHeaders does, and returns where the IP header starts.
+func (t *DatagramTemplate) Put(buf []byte, off, n int, tos uint8, id, srcPort uint16) int {
+	if !t.v4 {
+		f := t.f
+		f.TOS, f.ID, f.SrcPort = tos, id, srcPort
+		return PutDatagramHeaders(buf, off, n, &f)
+	}
+	start := off - UDPLen - IPv4MinLen
+	b := buf[start:off]
+	_ = b[IPv4MinLen+UDPLen-1]
+	ulen := uint16(UDPLen + n)
+	w0 := t.w0 | uint64(tos)<<48 | uint64(IPv4MinLen+ulen)<<32 | uint64(id)<<16
+	s, c := bits.Add64(w0, t.w1, 0)
+	s, c = bits.Add64(s, uint64(t.w2), c)
+	binary.BigEndian.PutUint64(b[0:], w0)
+	binary.BigEndian.PutUint64(b[8:], t.w1|uint64(^fold(s, c))<<32)
+	binary.BigEndian.PutUint32(b[16:], t.w2)
+	// UDP: ports, length and a zero checksum, as UDP.Encode writes them.
+	binary.BigEndian.PutUint64(b[IPv4MinLen:], uint64(srcPort)<<48|uint64(t.dp)<<32|uint64(ulen)<<16)
+	return start
 }

@@ -146,3 +146,35 @@ func FuzzParseDatagram(f *testing.F) {
 		_, _ = bth.ICRC(d[:g.End])
 	})
 }
+
+// A template writes the bytes PutDatagramHeaders writes, for both
+// families and any TOS, ID and source port.
+func TestDatagramTemplate(t *testing.T) {
+	for _, a := range [][2]string{{"10.0.0.1", "10.0.0.2"}, {"::ffff:10.0.0.1", "::ffff:192.168.7.9"}, {"fd00::1", "fd00::2"}} {
+		for _, df := range []bool{false, true} {
+			h := bth.DatagramFields{Src: netip.MustParseAddr(a[0]), Dst: netip.MustParseAddr(a[1]),
+				DstPort: bth.RoCEPort, TTL: 64, DF: df}
+			tp := bth.NewDatagramTemplate(&h)
+			if tp.HeaderLen() != h.HeaderLen() {
+				t.Fatalf("%v: header length %d, want %d", a, tp.HeaderLen(), h.HeaderLen())
+			}
+			for i, v := range []struct {
+				tos    uint8
+				id, sp uint16
+				n      int
+			}{{0, 0, 0, 16}, {2, 7, 0xc001, 77}, {0xff, 0xffff, 0xffff, 1400}, {0x60, 0x1234, 0xd00d, 4096}} {
+				const off = 128
+				want, got := make([]byte, off+v.n), make([]byte, off+v.n)
+				for j := range want {
+					want[j], got[j] = byte(j), byte(j)
+				}
+				h.TOS, h.ID, h.SrcPort = v.tos, v.id, v.sp
+				ws := bth.PutDatagramHeaders(want, off, v.n, &h)
+				gs := tp.Put(got, off, v.n, v.tos, v.id, v.sp)
+				if ws != gs || !bytes.Equal(want, got) {
+					t.Fatalf("%v df %v case %d: start %d want %d\n% x\nwant\n% x", a, df, i, gs, ws, got[gs:off], want[ws:off])
+				}
+			}
+		}
+	}
+}

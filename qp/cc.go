@@ -153,10 +153,11 @@ func (q *QP) SRTT() time.Duration { return q.cc.srtt }
 // CCKind returns the QP's congestion control algorithm.
 func (q *QP) CCKind() cc.Kind { return q.cc.kind }
 
-// ccHold reports whether the requester must wait before sending a packet
-// of about n bytes of payload: for the pacer (then its timer is armed) or
-// for the algorithm's window (then an ACK schedules the QP).
-func (e *Engine) ccHold(q *QP, n int) bool {
+// ccHold reports whether the requester must wait before sending w's next
+// packet: for the pacer (then its timer is armed) or for the algorithm's
+// window (then an ACK schedules the QP). The packet's size is looked at
+// only for a QP with congestion control.
+func (e *Engine) ccHold(q *QP, w *sendWQE) bool {
 	if q.ccNone {
 		return false
 	}
@@ -164,6 +165,7 @@ func (e *Engine) ccHold(q *QP, n int) bool {
 	if s.inert {
 		return false
 	}
+	n := w.nextPayload(int(q.mtu))
 	if w := s.alg.Window(); w > 0 && int(q.req.psn.Diff(q.comp.psn))*int(q.mtu) >= w {
 		return true
 	}

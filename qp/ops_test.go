@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"net/netip"
 	"testing"
 )
 
@@ -115,4 +116,26 @@ func allZero(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// A send completion is written into its CQ entry field by field: every
+// field of a reused entry is overwritten, none left from before.
+func TestSendCompletionOverwritesEntry(t *testing.T) {
+	p := newPair(t, pairConfig{mtu: 1024, retry: 7, rnrRetry: 7})
+	for i := range p.a.scq.ring {
+		p.a.scq.ring[i] = Completion{WRID: ^uint64(0), Status: 0x7f, Opcode: 0x7f, Flags: 0x7f, ByteLen: ^uint32(0),
+			Imm: ^uint32(0), QPN: ^uint32(0), SrcQP: ^uint32(0), SrcGID: netip.MustParseAddr("fd00::1")}
+	}
+	wr := SendWR{ID: 5, Opcode: WRWrite, Flags: FlagSignaled, SGL: []SGE{p.a.sge(0, 64)}, RemoteAddr: memBase + 128, RKey: p.b.mr.RKey}
+	if err := p.a.qp.PostSend(p.now, &wr); err != nil {
+		t.Fatal(err)
+	}
+	p.run(func() bool { return p.a.scq.Len() > 0 })
+	var wc [1]Completion
+	if p.a.scq.Poll(wc[:]) != 1 {
+		t.Fatal("no completion")
+	}
+	if want := (Completion{WRID: 5, Status: WCSuccess, Opcode: WCWrite, ByteLen: 64, QPN: p.a.qp.QPN()}); wc[0] != want {
+		t.Fatalf("completion %+v, want %+v", wc[0], want)
+	}
 }

@@ -2,6 +2,7 @@ package qp
 
 import (
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/uroce/uroce/bth"
@@ -539,17 +540,15 @@ func (q *QP) completeSend(w *sendWQE) {
 		q.req.rdAtomic++
 	}
 	if w.wr.Flags&FlagSignaled != 0 || w.status != WCSuccess {
-		wc := Completion{
-			WRID:    w.wr.ID,
-			Status:  w.status,
-			Opcode:  wcOpcodeOf[w.wr.Opcode],
-			ByteLen: w.length,
-			QPN:     q.qpn,
+		if wc := q.cfg.SendCQ.slot(); wc != nil {
+			n := w.length
+			if w.status != WCSuccess {
+				n = 0
+			}
+			wc.WRID, wc.Status, wc.Opcode, wc.Flags = w.wr.ID, w.status, wcOpcodeOf[w.wr.Opcode], 0
+			wc.ByteLen, wc.Imm, wc.QPN, wc.SrcQP, wc.SrcGID = n, 0, q.qpn, 0, netip.Addr{}
+			q.cfg.SendCQ.commit()
 		}
-		if w.status != WCSuccess {
-			wc.ByteLen = 0
-		}
-		q.cfg.SendCQ.push(&wc)
 	}
 	if w.status == WCSuccess {
 		q.recordLatency(w)

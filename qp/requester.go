@@ -40,22 +40,13 @@ func (q *QP) srPlaceable() bool {
 	return true
 }
 
-// reqState is a step of the requester (rxe's rxe_requester, written as a
-// state machine).
-type reqState uint8
-
-const (
-	reqGetWQE      reqState = iota // pick the WQE at sq.next
-	reqStartWQE                    // a WQE not yet started: fence, drain, credits, keys
-	reqCheckWindow                 // room in the PSN window and the budget
-	reqSendPacket                  // build and send one packet
-	reqError                       // a local error: fail the WQE, QP to ERR
-)
-
-// runRequester sends packets for q, at most budget of them. It reports
-// whether it stopped with work left (budget, no buffers), so the caller
-// should run it again; a requester blocked on an ACK, a credit or a timer is
-// scheduled by whoever unblocks it.
+// runRequester sends packets for q, at most budget of them (rxe's
+// rxe_requester). It reports whether it stopped with work left (budget,
+// no buffers), so the caller should run it again; a requester blocked on
+// an ACK, a credit or a timer is scheduled by whoever unblocks it. Each
+// turn of the outer loop takes the WQE at sq.next (starting it when not
+// yet started: fence, drain, credits, keys); the inner loop sends its
+// packets while the PSN window and the budget allow.
 func (e *Engine) runRequester(q *QP, budget int) bool {
 	if !q.state.sends() {
 		return false
@@ -69,28 +60,19 @@ func (e *Engine) runRequester(q *QP, budget int) bool {
 	if q.req.needRetry && !q.req.waitRNR {
 		q.retry()
 	}
-	var w *sendWQE
-	state := reqGetWQE
 	for {
-		switch state {
-		case reqGetWQE:
-			if q.req.waitRNR || q.sq.next == q.sq.tail {
-				return false
-			}
-			w = q.sq.at(q.sq.next)
-			state = reqCheckWindow
-			switch w.state {
-			case wqePosted:
-				state = reqStartWQE
-			case wqeDone:
-				// A local operation already executed, met again
-				// after a go-back-N rewind.
-				q.sq.next++
-				q.retireLocal()
-				state = reqGetWQE
-			}
-
-		case reqStartWQE:
+		if q.req.waitRNR || q.sq.next == q.sq.tail {
+			return false
+		}
+		w := q.sq.at(q.sq.next)
+		switch w.state {
+		case wqeDone:
+			// A local operation already executed, met again after a
+			// go-back-N rewind.
+			q.sq.next++
+			q.retireLocal()
+			continue
+		case wqePosted:
 			// IBA 10.3.1: in SQD the send queue finishes the WQE in
 			// progress and starts no other.
 			if q.state == StateSQD {
@@ -106,14 +88,12 @@ func (e *Engine) runRequester(q *QP, budget int) bool {
 				// reaches it, completed in order behind what is
 				// still outstanding.
 				if st := e.executeLocal(q, w); st != WCSuccess {
-					w.status = st
-					state = reqError
-					continue
+					q.fail(w, st)
+					return false
 				}
 				w.state = wqeDone
 				q.sq.next++
 				q.retireLocal()
-				state = reqGetWQE
 				continue
 			}
 			// IBA 9.5.2: at most max_rd_atomic READ/atomic outstanding.
@@ -126,9 +106,8 @@ func (e *Engine) runRequester(q *QP, budget int) bool {
 			}
 			if !w.validated {
 				if st := e.validateSendWQE(q, w); st != WCSuccess {
-					w.status = st
-					state = reqError
-					continue
+					q.fail(w, st)
+					return false
 				}
 				w.validated = true
 			}
@@ -136,35 +115,26 @@ func (e *Engine) runRequester(q *QP, budget int) bool {
 			w.lastPSN = w.firstPSN.Add(w.npkts(int(q.mtu)) - 1)
 			w.offset = 0
 			w.state = wqeProcessing
-			state = reqCheckWindow
-
-		case reqCheckWindow:
+		}
+		for {
 			if q.req.psn.Diff(q.comp.psn) >= maxUnackedPSNs && !q.srRoom() {
 				return false // the completer schedules us when ACKs arrive
 			}
 			if budget == 0 {
 				return true
 			}
-			if e.ccHold(q, w.nextPayload(int(q.mtu))) {
+			if e.ccHold(q, w) {
 				return false // the pacer's timer or an ACK schedules us
 			}
-			state = reqSendPacket
-
-		case reqSendPacket:
 			if !e.sendRequest(q, w) {
 				return true // no buffer: try again next turn
 			}
 			budget--
-			state = reqCheckWindow
 			if w.state == wqePending {
 				q.sq.next++
 				q.retireLocal()
-				state = reqGetWQE
+				break
 			}
-
-		case reqError:
-			q.fail(w, w.status)
-			return false
 		}
 	}
 }
@@ -288,8 +258,16 @@ func nextOpcode(op WROpcode, first, last bool) bth.Opcode {
 func (e *Engine) sendRequest(q *QP, w *sendWQE) bool {
 	psn := q.req.psn
 	op := w.wr.Opcode
-	lp, payload, last, ackReq := e.buildRequest(q, w, psn, w.offset, 0, false)
-	if lp == nil {
+	var lp *link.Packet
+	var payload uint32
+	var last, ackReq bool
+	if (op == WRWrite || op == WRSend) && w.offset == 0 && w.length <= uint32(q.mtu) && !q.selective() {
+		// The common message, a SEND or WRITE of one packet.
+		if lp = e.buildOnly(q, w, psn); lp == nil {
+			return false
+		}
+		payload, last, ackReq = w.length, true, true
+	} else if lp, payload, last, ackReq = e.buildRequest(q, w, psn, w.offset, 0, false); lp == nil {
 		return false
 	}
 	retransmit := psn.Before(q.req.highPSN)
@@ -423,6 +401,31 @@ func (e *Engine) buildRequest(q *QP, w *sendWQE, psn bth.PSN, off, readLen uint3
 		e.ccSent(q, lp.Len+ipUDPLen, psn, true)
 	}
 	return lp, payload, last, bf.AckReq
+}
+
+// buildOnly is buildRequest for a SEND or WRITE without immediate data
+// whose whole message fits one packet, without selective repeat: a
+// SEND_ONLY or RDMA_WRITE_ONLY, which is the last packet of its message
+// and so asks for an ACK (rxe sets AckReq on every message's last
+// packet), with the solicited event bit of its WR.
+func (e *Engine) buildOnly(q *QP, w *sendWQE, psn bth.PSN) *link.Packet {
+	bf := bth.BTHFields{Opcode: bth.RCSendOnly, PSN: psn, AckReq: true, SE: w.wr.Flags&FlagSolicited != 0}
+	if w.wr.Opcode == WRWrite {
+		bf.Opcode = bth.RCWriteOnly
+		e.pf.RETH = bth.RETHFields{VA: w.wr.RemoteAddr, RKey: w.wr.RKey, DMALen: w.length}
+	}
+	if !q.ccNone && q.cc.paced {
+		q.cc.ackReqAt = e.now // as buildRequest does for an AckReq
+	}
+	lp, dst := e.newPacket(q, &bf, int(w.length), false)
+	if lp == nil {
+		return nil
+	}
+	q.req.noackPkts = 0
+	if w.length > 0 {
+		gather(dst, w, 0)
+	}
+	return lp
 }
 
 // gather copies the WQE's data from byte off on into dst.
