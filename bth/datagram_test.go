@@ -178,3 +178,50 @@ func TestDatagramTemplate(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDatagramTemplate: for any addresses of one family (IPv4, IPv4 in
+// IPv6, or IPv6), TTL, DF, TOS, ID, ports and length, the template writes
+// the same bytes, at the same place, as PutDatagramHeaders.
+func FuzzDatagramTemplate(f *testing.F) {
+	f.Add([]byte("\x0a\x00\x00\x01\x0a\x00\x00\x02"), uint8(0), uint8(64), true, uint8(2), uint16(7), uint16(0xc001), uint16(bth.RoCEPort), uint16(77))
+	f.Add([]byte("\xfd\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\xfd\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02"), uint8(2), uint8(1), false, uint8(0xff), uint16(0xffff), uint16(0xffff), uint16(1), uint16(4096))
+	f.Fuzz(func(t *testing.T, addrs []byte, form, ttl uint8, df bool, tos uint8, id, sp, dp, n uint16) {
+		var h bth.DatagramFields
+		switch form % 3 {
+		case 0, 1:
+			if len(addrs) < 8 {
+				return
+			}
+			src, dst := netip.AddrFrom4([4]byte(addrs[:4])), netip.AddrFrom4([4]byte(addrs[4:8]))
+			if form%3 == 1 {
+				src, dst = netip.AddrFrom16(src.As16()), netip.AddrFrom16(dst.As16())
+			}
+			h.Src, h.Dst = src, dst
+		case 2:
+			if len(addrs) < 32 {
+				return
+			}
+			h.Src, h.Dst = netip.AddrFrom16([16]byte(addrs[:16])), netip.AddrFrom16([16]byte(addrs[16:32]))
+			if h.Dst.Is4In6() != h.Src.Is4In6() {
+				return // one family on both sides, as a link has
+			}
+		}
+		h.TTL, h.DF, h.DstPort = ttl, df, dp
+		tp := bth.NewDatagramTemplate(&h)
+		if tp.HeaderLen() != h.HeaderLen() {
+			t.Fatalf("header length %d, want %d", tp.HeaderLen(), h.HeaderLen())
+		}
+		size := int(n % 9000)
+		const off = 64
+		want, got := make([]byte, off+size), make([]byte, off+size)
+		for j := range want {
+			want[j], got[j] = byte(j), byte(j)
+		}
+		h.TOS, h.ID, h.SrcPort = tos, id, sp
+		ws := bth.PutDatagramHeaders(want, off, size, &h)
+		gs := tp.Put(got, off, size, tos, id, sp)
+		if ws != gs || !bytes.Equal(want, got) {
+			t.Fatalf("%+v: start %d want %d\n% x\nwant\n% x", h, gs, ws, got[gs:off], want[ws:off])
+		}
+	})
+}
