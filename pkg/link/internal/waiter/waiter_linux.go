@@ -170,7 +170,11 @@ func (w *Waiter) wake() {
 	if w.ep != nil {
 		w.kicked.Store(true)
 		w.ep.SetReadDeadline(past)
-		return
+		if w.state.Load()&closing == 0 {
+			return
+		}
+		// Close: the owner may be in PollOut, which still waits in
+		// ppoll on the eventfd.
 	}
 	one := [8]byte{1}
 	unix.Write(w.efd, one[:])

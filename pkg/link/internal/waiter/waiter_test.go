@@ -43,6 +43,7 @@ func TestPpollFallback(t *testing.T) {
 		"WaitReadable": TestWaitReadable, "CloseEndsWait": TestCloseEndsWait,
 		"CloseFencesOwner": TestCloseFencesOwner, "WakeEndsOneWait": TestWakeEndsOneWait,
 		"WakeDuringClose": TestWakeDuringClose, "WaitTimeout": TestWaitTimeout,
+		"CloseEndsPollOut": TestCloseEndsPollOut,
 	} {
 		t.Run(name, f)
 	}
@@ -263,5 +264,47 @@ func TestWakeDuringClose(t *testing.T) {
 		if n > 0 {
 			t.Fatalf("%d bytes of Wakes written after Free, into the descriptor's next owner", n)
 		}
+	}
+}
+
+// TestCloseEndsPollOut: Close cuts short an owner waiting in PollOut for
+// room on a full descriptor, rather than leave it to PollOut's own bound.
+func TestCloseEndsPollOut(t *testing.T) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(p[0])
+	defer unix.Close(p[1])
+	w, err := New(p[1]) // the write end: PollOut watches it
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ppoll {
+		w.ep.Close()
+		w.ep = nil
+	}
+	for { // fill the pipe
+		if _, err := unix.Write(p[1], make([]byte, 4096)); err != nil {
+			break
+		}
+	}
+	entered := make(chan struct{})
+	res := make(chan time.Duration, 1)
+	go func() {
+		if !w.Enter() {
+			return
+		}
+		close(entered)
+		start := time.Now()
+		w.PollOut(time.Minute)
+		res <- time.Since(start)
+		w.Exit()
+	}()
+	<-entered
+	time.Sleep(20 * time.Millisecond) // let it reach ppoll
+	w.Close(w.Free)
+	if d := <-res; d > 10*time.Second {
+		t.Fatalf("PollOut returned %v after Close", d)
 	}
 }
