@@ -388,7 +388,7 @@ func (e *Engine) sendCNP(q *QP) {
 		e.Counters.NoBuffer++
 		return
 	}
-	n, err := cnp.Encode(lp.Buf[lp.Off:], q.attr.DestQPN)
+	n, err := cnp.Encode(lp.Buf[lp.Off:], q.destQPN)
 	if err != nil {
 		e.Counters.NoBuffer++
 		e.one[0] = lp
@@ -397,7 +397,7 @@ func (e *Engine) sendCNP(q *QP) {
 		return
 	}
 	lp.Len = n
-	lp.Remote = q.attr.DestAddr
+	lp.Remote = q.destAddr
 	lp.SrcPort = q.sport
 	lp.TOS = cnp.DSCP<<2 | link.ECNNotECT
 	e.txq = append(e.txq, lp)

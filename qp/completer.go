@@ -464,6 +464,6 @@ func (e *Engine) rearmRetrans(q *QP) {
 }
 
 func (q *QP) resetRetry() {
-	q.comp.retryCnt = q.attr.RetryCnt
-	q.comp.rnrRetry = q.attr.RNRRetry
+	q.comp.retryCnt = q.retryCnt
+	q.comp.rnrRetry = q.rnrRetry
 }
