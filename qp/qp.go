@@ -205,8 +205,11 @@ type QP struct {
 	// once per completion, kept out of the lines touched per packet.
 	lat     *hist.Histogram
 	retrans timer
-	// srq, which a packet rarely touches, fills the timer's line.
-	srq *SRQ
+	// ccSRTT is the congestion control's smoothed RTT (SRTT), which
+	// every ACK's sample updates: here, in the timer's line, an ACK of a
+	// QP without congestion control touches no line of ccState but its
+	// send-time slot.
+	ccSRTT time.Duration
 	// rto's fields a request or its ACK touches take the next two lines.
 	rto rtoState
 	rnr timer
@@ -221,6 +224,7 @@ type QP struct {
 	// Counters count this QP's traffic and events; the per-packet ones
 	// come first, in one line.
 	Counters Counters
+	srq      *SRQ
 	srqWQE   recvWQE // the WQE taken from the SRQ, in progress
 	attr     qpAttr
 	cfg      qpConfig
