@@ -30,12 +30,16 @@ func TestQPLayout(t *testing.T) {
 	}{
 		// What both sides read for every packet, the attributes and
 		// configuration among it, is the first line.
-		{"the state, type, P_Key, destination QPN, PD and access lie in the first line",
-			line(unsafe.Offsetof(q.state)) == 0 && line(unsafe.Offsetof(q.typ)) == 0 && line(unsafe.Offsetof(q.signalAll)) == 0 &&
-				line(unsafe.Offsetof(q.pkey)) == 0 && last(unsafe.Offsetof(q.destQPN), 4) == 0 && last(unsafe.Offsetof(q.pd), 4) == 0 && last(unsafe.Offsetof(q.access), 4) == 0 &&
-				line(unsafe.Offsetof(q.tclass)) == 0 && line(unsafe.Offsetof(q.timeout)) == 0 && line(unsafe.Offsetof(q.retransFlags)) == 0 && line(unsafe.Offsetof(q.ccNone)) == 0},
-		{"the send CQ, destination address and requester fill the second line",
-			line(unsafe.Offsetof(q.sendCQ)) == 1 && line(unsafe.Offsetof(q.destAddr)) == 1 && last(unsafe.Offsetof(q.req), unsafe.Sizeof(q.req)) == 1},
+		{"what the responder reads of a WRITE and its ACK is the first line: state, type, P_Key, destination, PD, access",
+			line(unsafe.Offsetof(q.qpn)) == 0 && line(unsafe.Offsetof(q.state)) == 0 && line(unsafe.Offsetof(q.pkey)) == 0 &&
+				line(unsafe.Offsetof(q.sport)) == 0 && line(unsafe.Offsetof(q.ccNone)) == 0 && line(unsafe.Offsetof(q.mtu)) == 0 &&
+				line(unsafe.Offsetof(q.typ)) == 0 && line(unsafe.Offsetof(q.tclass)) == 0 && line(unsafe.Offsetof(q.retransFlags)) == 0 &&
+				last(unsafe.Offsetof(q.destQPN), 4) == 0 && last(unsafe.Offsetof(q.pd), 4) == 0 && last(unsafe.Offsetof(q.access), 4) == 0 &&
+				last(unsafe.Offsetof(q.destAddr), unsafe.Sizeof(q.destAddr)) == 0},
+		{"the requester's attributes, the send CQ and the requester fill the second line",
+			line(unsafe.Offsetof(q.e)) == 1 && line(unsafe.Offsetof(q.sendCQ)) == 1 && line(unsafe.Offsetof(q.timeout)) == 1 &&
+				line(unsafe.Offsetof(q.retryCnt)) == 1 && line(unsafe.Offsetof(q.signalAll)) == 1 &&
+				last(unsafe.Offsetof(q.req), unsafe.Sizeof(q.req)) == 1},
 		{"the completer, the send queue's header and the receive CQ fill the third line",
 			line(unsafe.Offsetof(q.comp)) == 2 && line(unsafe.Offsetof(q.sq)) == 2 && last(unsafe.Offsetof(q.recvCQ), 8) == 2},
 		{"the ACK timer and the cc's SRTT are the fourth line", line(unsafe.Offsetof(q.lat)) == 3 && line(unsafe.Offsetof(q.retrans)) == 3 && last(unsafe.Offsetof(q.ccSRTT), 8) == 3},

@@ -159,8 +159,9 @@ type QP struct {
 	// and Attr and Config assemble the public structs. Then the
 	// requester's lines, the responder's, the per-packet counters, and
 	// what a packet never touches (TestQPLayout).
-	e      *Engine
-	cc     *ccState
+	//
+	// The first line is what the responder reads of a WRITE and its
+	// ACK; the requester reads it too.
 	qpn    uint32
 	state  QPState
 	queued bool
@@ -178,29 +179,32 @@ type QP struct {
 	// mtu is the path MTU's payload bytes, 32 bits to fit in the
 	// first line.
 	mtu int32
-	// typ is QPConfig.Type, signalAll QPConfig.SignalAll.
-	typ       QPType
-	signalAll bool
-	// hopLimit, tclass, destQPN, destAddr, access, timeout and
-	// retransFlags are Attr's HopLimit, TrafficClass, DestQPN, DestAddr,
-	// AccessFlags, Timeout and Retrans.
-	hopLimit     uint8
+	// typ is QPConfig.Type; tclass, retransFlags, destQPN, access and
+	// destAddr are Attr's TrafficClass, Retrans, DestQPN, AccessFlags
+	// and DestAddr.
+	typ          QPType
 	tclass       uint8
+	retransFlags RetransFlags
 	destQPN      uint32
 	pd           uint32 // QPConfig.PD
 	access       Access
-	timeout      uint8
-	retransFlags RetransFlags
-	// retryCnt and rnrRetry are Attr's RetryCnt and RNRRetry, which
-	// every ACK that makes progress reads (resetRetry).
-	retryCnt uint8
-	rnrRetry uint8
-	sendCQ   *CQ // QPConfig.SendCQ
-	destAddr netip.Addr
-	req      requester
-	comp     completer
-	sq       sendQueue
-	recvCQ   *CQ // QPConfig.RecvCQ
+	destAddr     netip.Addr
+	// The second line is the requester's: the engine and ccState, the
+	// send CQ, Attr's HopLimit, Timeout, RetryCnt and RNRRetry (an ACK
+	// that makes progress reads the retry counts, resetRetry),
+	// QPConfig.SignalAll, and the requester's state.
+	e         *Engine
+	cc        *ccState
+	sendCQ    *CQ // QPConfig.SendCQ
+	hopLimit  uint8
+	timeout   uint8
+	retryCnt  uint8
+	rnrRetry  uint8
+	signalAll bool
+	req       requester
+	comp      completer
+	sq        sendQueue
+	recvCQ    *CQ // QPConfig.RecvCQ
 	// lat is the completion latency of signaled send WRs: 8 KiB, touched
 	// once per completion, kept out of the lines touched per packet.
 	lat     *hist.Histogram
