@@ -61,14 +61,13 @@ type ccState struct {
 	// for the priority).
 	ect  bool
 	kind cc.Kind
-	// srtt is the smoothed RTT (RFC 6298's 1/8 gain), 0 before a sample.
-	srtt time.Duration
 	// ackReqAt is when the requester, paced, last asked for an ACK;
 	// zero before. It ends the first line: an unpaced QP's packets touch
-	// that line and their sent slot, nothing else here; the timer, which
-	// every event of an algorithm other than none looks at (ccSync),
-	// starts the second.
+	// that line and their sent slot, nothing else here (one without
+	// congestion control only the slot); the timer, which every event of
+	// an algorithm other than none looks at (ccSync), starts the second.
 	ackReqAt time.Time
+	_        [8]byte
 	// timer is the algorithm's (NextTimer); pace wakes the requester
 	// when the pacer will have tokens.
 	timer timer
@@ -126,7 +125,7 @@ func (e *Engine) ccInit(q *QP, cfg *cc.Config) error {
 	s.rate = alg.Rate()
 	s.pacer = cc.NewPacer(s.rate, burst)
 	clear(s.sent[:])
-	s.srtt = 0
+	q.ccSRTT = 0
 	return nil
 }
 
@@ -148,7 +147,7 @@ func (q *QP) CCStats(now time.Time) cc.Stats { return q.cc.alg.Stats(now) }
 
 // SRTT returns the smoothed round-trip time from a request's send to its
 // ACK (RFC 6298's gain of 1/8, Karn's rule), or 0 before the first sample.
-func (q *QP) SRTT() time.Duration { return q.cc.srtt }
+func (q *QP) SRTT() time.Duration { return q.ccSRTT }
 
 // CCKind returns the QP's congestion control algorithm.
 func (q *QP) CCKind() cc.Kind { return q.cc.kind }
@@ -285,7 +284,7 @@ func (e *Engine) ccAckDue(q *QP) bool {
 // time for RTT samples.
 func (e *Engine) ccSent(q *QP, wire int, last bth.PSN, retransmit bool) {
 	s := q.cc
-	if s.paced {
+	if !q.ccNone && s.paced {
 		s.pacer.Take(e.now, wire)
 	}
 	var t int64 // 0: no sample
@@ -293,7 +292,7 @@ func (e *Engine) ccSent(q *QP, wire int, last bth.PSN, retransmit bool) {
 		t = e.nowNS
 	}
 	s.sent[uint32(last)&(maxUnackedPSNs-1)] = t
-	if s.inert {
+	if q.ccNone || s.inert {
 		return
 	}
 	s.alg.OnSent(e.now, wire)
@@ -314,13 +313,13 @@ func (e *Engine) ccAck(q *QP, from, to bth.PSN) {
 		rtt = time.Duration(max(e.nowNS-t, 0))
 	}
 	if rtt > 0 {
-		if s.srtt == 0 {
-			s.srtt = rtt
+		if q.ccSRTT == 0 {
+			q.ccSRTT = rtt
 		} else {
-			s.srtt += (rtt - s.srtt) / 8
+			q.ccSRTT += (rtt - q.ccSRTT) / 8
 		}
 	}
-	if s.inert {
+	if q.ccNone || s.inert {
 		return
 	}
 	s.alg.OnAck(e.now, n*int(q.mtu), rtt)
@@ -388,7 +387,7 @@ func (e *Engine) sendCNP(q *QP) {
 		e.Counters.NoBuffer++
 		return
 	}
-	n, err := cnp.Encode(lp.Buf[lp.Off:], q.attr.DestQPN)
+	n, err := cnp.Encode(lp.Buf[lp.Off:], q.destQPN)
 	if err != nil {
 		e.Counters.NoBuffer++
 		e.one[0] = lp
@@ -397,7 +396,7 @@ func (e *Engine) sendCNP(q *QP) {
 		return
 	}
 	lp.Len = n
-	lp.Remote = q.attr.DestAddr
+	lp.Remote = q.destAddr
 	lp.SrcPort = q.sport
 	lp.TOS = cnp.DSCP<<2 | link.ECNNotECT
 	e.txq = append(e.txq, lp)

@@ -131,7 +131,12 @@ func (e *Engine) completeOp(q *QP, p *bth.Packet, op bth.Opcode) {
 				q.comp.opcode = opNone
 			}
 			q.completeSend(w)
-			q.retireLocal()
+			// The head of a queue this emptied is the slot PostSend
+			// fills next, a line no packet touched: among thousands of
+			// QPs, a cache miss.
+			if q.sq.head != q.sq.tail {
+				q.retireLocal()
+			}
 			progress = true
 			e.schedule(q) // credits, fence or window may have opened
 			if state == compCompWQE {
@@ -464,6 +469,6 @@ func (e *Engine) rearmRetrans(q *QP) {
 }
 
 func (q *QP) resetRetry() {
-	q.comp.retryCnt = q.attr.RetryCnt
-	q.comp.rnrRetry = q.attr.RNRRetry
+	q.comp.retryCnt = q.retryCnt
+	q.comp.rnrRetry = q.rnrRetry
 }

@@ -162,7 +162,10 @@ func (e *Engine) CreateQP(cfg QPConfig) (*QP, error) {
 	}
 	b := new(qpBlock)
 	q := &b.qp
-	*q = QP{e: e, cfg: cfg, cc: &b.cc, lat: new(hist.Histogram)}
+	*q = QP{e: e, cc: &b.cc, lat: new(hist.Histogram),
+		typ: cfg.Type, pd: cfg.PD, sendCQ: cfg.SendCQ, recvCQ: cfg.RecvCQ, signalAll: cfg.SignalAll,
+		cfg: qpConfig{MaxSendWR: cfg.MaxSendWR, MaxRecvWR: cfg.MaxRecvWR, MaxSendSGE: cfg.MaxSendSGE,
+			MaxRecvSGE: cfg.MaxRecvSGE, MaxInline: cfg.MaxInline, SRQ: cfg.SRQ, CC: cfg.CC}}
 	q.cc.timer = timer{idx: -1, qp: q, kind: timerCC}
 	q.cc.pace = timer{idx: -1, qp: q, kind: timerPace}
 	if err := e.ccInit(q, cfg.CC); err != nil {
@@ -241,8 +244,8 @@ func (e *Engine) DestroyQP(q *QP) error {
 	e.stopTimer(&q.cc.pace)
 	e.retireLatency(q)
 	q.state = StateReset
-	q.cfg.SendCQ.refs--
-	q.cfg.RecvCQ.refs--
+	q.sendCQ.refs--
+	q.recvCQ.refs--
 	if q.srq != nil {
 		q.srq.refs--
 	}
@@ -338,7 +341,7 @@ func (e *Engine) receiveOne(lp *link.Packet) {
 		// so a connected QP takes it only from there: anyone else
 		// could throttle the QP at will.
 		if q := e.QP(qpn); q != nil {
-			if q.cfg.Type.connected() && !e.fromPeer(q, lp) {
+			if q.typ.connected() && !e.fromPeer(q, lp) {
 				q.Counters.BadAddr++
 				return
 			}
@@ -360,7 +363,7 @@ func (e *Engine) receiveOne(lp *link.Packet) {
 		e.Counters.NoQP++
 		return
 	}
-	if svc != q.cfg.Type.service() {
+	if svc != q.typ.service() {
 		// The opcode is not of the QP's service (rxe's
 		// check_type_state).
 		q.Counters.Dropped++
@@ -462,7 +465,7 @@ func (c *monoClock) convert(t time.Time) int64 {
 // report the destination (Local zero), or a port bound to no one address,
 // leaves that half to the socket, which only delivers what was sent to it.
 func (e *Engine) fromPeer(q *QP, lp *link.Packet) bool {
-	if !lp.Remote.IsValid() || !sameAddr(lp.Remote, q.attr.DestAddr) {
+	if !lp.Remote.IsValid() || !sameAddr(lp.Remote, q.destAddr) {
 		return false
 	}
 	l := lp.Local
@@ -573,8 +576,8 @@ func (e *Engine) newPacket(q *QP, bf *bth.BTHFields, payloadLen int, response bo
 	}
 	bf.PadCnt = uint8(-payloadLen & 3)
 	bf.PKey = q.pkey
-	if q.cfg.Type.connected() {
-		bf.DestQP = q.attr.DestQPN // a datagram's is its WR's
+	if q.typ.connected() {
+		bf.DestQP = q.destQPN // a datagram's is its WR's
 	}
 	hl := e.pf.EncodeHeaders(b, bf)
 	// The pad (at most 3 bytes) and the ICRC the link fills: one store
@@ -584,7 +587,7 @@ func (e *Engine) newPacket(q *QP, bf *bth.BTHFields, payloadLen int, response bo
 		b[i] = 0
 	}
 	lp.Len = n
-	lp.Remote = q.attr.DestAddr
+	lp.Remote = q.destAddr
 	lp.SrcPort = q.sport
 	switch {
 	case e.ChooseTOS != nil:
@@ -592,9 +595,9 @@ func (e *Engine) newPacket(q *QP, bf *bth.BTHFields, payloadLen int, response bo
 	case !q.ccNone && q.cc.ect && (!response || payloadLen > 0):
 		// Requests and READ responses carry ECT(0); ACKs stay
 		// Not-ECT, as ConnectX sends them.
-		lp.TOS = q.attr.TrafficClass&^3 | link.ECT0
+		lp.TOS = q.tclass&^3 | link.ECT0
 	default:
-		lp.TOS = q.attr.TrafficClass
+		lp.TOS = q.tclass
 	}
 	q.Counters.TxPackets++
 	q.Counters.TxBytes += uint64(payloadLen)

@@ -142,7 +142,7 @@ func (e *Engine) checkRKeyExt(q *QP, p *bth.Packet, info *bth.OpcodeInfo) respSt
 	if flush {
 		need = flushAccess(p.FETH().PlacementType())
 	}
-	r.mr = e.MRs.LookupRemote(r.rkey, q.cfg.PD, q.qpn, need)
+	r.mr = e.MRs.LookupRemote(r.rkey, q.pd, q.qpn, need)
 	if r.mr == nil {
 		return e.classC(q, bth.NAKRemoteAccessError, WCRemAccessErr)
 	}

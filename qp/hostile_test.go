@@ -72,7 +72,7 @@ func TestFromPeer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := &Engine{Addr: tc.port}
-			q := &QP{attr: Attr{DestAddr: tc.dest}}
+			q := &QP{destAddr: tc.dest}
 			lp := &link.Packet{Remote: tc.remote, Local: tc.local, SrcPort: 0xc123}
 			if got := e.fromPeer(q, lp); got != tc.want {
 				t.Errorf("fromPeer = %v, want %v", got, tc.want)

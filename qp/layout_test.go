@@ -1,8 +1,12 @@
 package qp
 
 import (
+	"net/netip"
+	"reflect"
 	"testing"
 	"unsafe"
+
+	"github.com/uroce/uroce/cc"
 )
 
 // TestQPLayout pins the cache lines a SEND or WRITE and its ACK touch, on
@@ -17,27 +21,100 @@ func TestQPLayout(t *testing.T) {
 	// slot, after its type header (Go 1.22's allocation headers): a
 	// QP's field at offset off lies in line (off+8)/64 of its block.
 	line := func(off uintptr) uintptr { return (off + 8) / 64 }
-	attr, cfg, ctr := unsafe.Offsetof(q.attr), unsafe.Offsetof(q.cfg), unsafe.Offsetof(q.Counters)
-	resp := unsafe.Offsetof(q.resp)
-	rto := unsafe.Offsetof(q.rto)
+	// last is the line of a field's last byte.
+	last := func(off, size uintptr) uintptr { return line(off + size - 1) }
+	ctr, resp, rto := unsafe.Offsetof(q.Counters), unsafe.Offsetof(q.resp), unsafe.Offsetof(q.rto)
 	for _, c := range []struct {
 		what string
 		ok   bool
 	}{
-		{"the type and PD share the attributes' line of the destination", line(cfg+unsafe.Offsetof(q.cfg.Type)) == line(attr+unsafe.Offsetof(q.attr.DestQPN)) &&
-			line(cfg+unsafe.Offsetof(q.cfg.PD)+3) == line(attr+unsafe.Offsetof(q.attr.DestQPN))},
-		{"ccNone lies in the first line, with the state", line(unsafe.Offsetof(q.ccNone)) == line(unsafe.Offsetof(q.state)) && line(unsafe.Offsetof(q.ccNone)) == 0},
-		{"the per-packet counters take one line", line(ctr) == line(ctr+unsafe.Offsetof(q.Counters.CompletedSends)+7)},
+		// What both sides read for every packet, the attributes and
+		// configuration among it, is the first line.
+		{"what the responder reads of a WRITE and its ACK is the first line: state, type, P_Key, destination, PD, access",
+			line(unsafe.Offsetof(q.qpn)) == 0 && line(unsafe.Offsetof(q.state)) == 0 && line(unsafe.Offsetof(q.pkey)) == 0 &&
+				line(unsafe.Offsetof(q.sport)) == 0 && line(unsafe.Offsetof(q.ccNone)) == 0 && line(unsafe.Offsetof(q.mtu)) == 0 &&
+				line(unsafe.Offsetof(q.typ)) == 0 && line(unsafe.Offsetof(q.tclass)) == 0 && line(unsafe.Offsetof(q.retransFlags)) == 0 &&
+				last(unsafe.Offsetof(q.destQPN), 4) == 0 && last(unsafe.Offsetof(q.pd), 4) == 0 && last(unsafe.Offsetof(q.access), 4) == 0 &&
+				last(unsafe.Offsetof(q.destAddr), unsafe.Sizeof(q.destAddr)) == 0},
+		{"the requester's attributes, the send CQ and the requester fill the second line",
+			line(unsafe.Offsetof(q.e)) == 1 && line(unsafe.Offsetof(q.sendCQ)) == 1 && line(unsafe.Offsetof(q.timeout)) == 1 &&
+				line(unsafe.Offsetof(q.retryCnt)) == 1 && line(unsafe.Offsetof(q.signalAll)) == 1 &&
+				last(unsafe.Offsetof(q.req), unsafe.Sizeof(q.req)) == 1},
+		{"the completer, the send queue's header and the receive CQ fill the third line",
+			line(unsafe.Offsetof(q.comp)) == 2 && line(unsafe.Offsetof(q.sq)) == 2 && last(unsafe.Offsetof(q.recvCQ), 8) == 2},
+		{"the ACK timer and the cc's SRTT are the fourth line", line(unsafe.Offsetof(q.lat)) == 3 && line(unsafe.Offsetof(q.retrans)) == 3 && last(unsafe.Offsetof(q.ccSRTT), 8) == 3},
+		{"rto's per-request fields take the fifth and sixth lines",
+			line(rto) == 4 && line(rto+unsafe.Offsetof(q.rto.suspect)) == 5},
+		{"rdRes and a WRITE's responder fields fill one line",
+			line(resp) != line(resp-1) && line(resp) == line(resp+unsafe.Offsetof(q.resp.mr)+7)},
+		{"the per-packet counters take the line after resp's", line(ctr) == line(resp)+3 &&
+			line(ctr) != line(ctr-1) && line(ctr) == line(ctr+unsafe.Offsetof(q.Counters.CompletedRecvs)+7)},
 		{"a send WQE is four lines", unsafe.Sizeof(sendWQE{}) == 256},
 		{"a one-SGE WQE's SGL lies in its first three lines", unsafe.Offsetof(sendWQE{}.mrBuf)+8+8 <= 192},
-		{"the ACK timer ends a line", line(unsafe.Offsetof(q.retrans)) == line(resp-1) && line(resp) != line(resp-1)},
-		{"rdRes and a WRITE's responder fields fill one line", line(resp) == line(resp+unsafe.Offsetof(q.resp.mr)+7)},
-		{"rto's per-request fields take two lines", line(rto+unsafe.Offsetof(q.rto.suspect)) == line(rto)+1},
 		{"cc starts a line", line(unsafe.Offsetof(b.cc)) != line(unsafe.Offsetof(b.cc)-1)},
 		{"an unpaced QP's cc fields take one line", line(unsafe.Offsetof(b.cc)+unsafe.Offsetof(b.cc.ackReqAt)+23) == line(unsafe.Offsetof(b.cc))},
 	} {
 		if !c.ok {
 			t.Errorf("%s: no longer so", c.what)
+		}
+	}
+}
+
+// TestQPAttrConfig checks that Attr and Config give back every field a QP
+// was created and modified with: the QP stores the per-packet ones in its
+// first lines and the rest apart, and a field left out of either would
+// read as zero.
+func TestQPAttrConfig(t *testing.T) {
+	e := NewEngine(&fakePort{free: -1, size: 4200})
+	scq, rcq := NewCQ(4), NewCQ(4)
+	srq, err := e.CreateSRQ(SRQConfig{PD: 3, MaxWR: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ccfg := cc.DefaultConfig(cc.KindNone, DefaultLineRate)
+	cfg := QPConfig{Type: QPTypeRC, PD: 3, SendCQ: scq, RecvCQ: rcq, MaxSendWR: 5, MaxRecvWR: 6,
+		MaxSendSGE: 2, MaxRecvSGE: 3, MaxInline: 64, SRQ: srq, SignalAll: true, CC: &ccfg}
+	q, err := e.CreateQP(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Attr{State: StateRTS, AccessFlags: AccessRemoteWrite | AccessRemoteRead, PKey: 0x8001,
+		DestAddr: netip.MustParseAddr("10.0.0.2"), HopLimit: 64, TrafficClass: 0x68, PathMTU: 1024,
+		DestQPN: 0x123, RQPSN: 77, SQPSN: 99, Timeout: 14, RetryCnt: 6, RNRRetry: 5, Retrans: RetransFixed,
+		MinRNRTimer: 12, MaxRdAtomic: 4, MaxDestRdAtomic: 8}
+	for _, s := range []struct {
+		st QPState
+		m  AttrMask
+	}{
+		{StateInit, AttrPKeyIndex | AttrPort | AttrAccessFlags},
+		{StateRTR, AttrAV | AttrPathMTU | AttrDestQPN | AttrRQPSN | AttrMaxDestRdAtomic | AttrMinRNRTimer | AttrRetrans},
+		{StateRTS, AttrTimeout | AttrRetryCnt | AttrRNRRetry | AttrSQPSN | AttrMaxQPRdAtomic},
+	} {
+		a := want
+		a.State = s.st
+		if err := q.Modify(&a, AttrState|s.m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := q.Attr()
+	if got != want {
+		t.Errorf("Attr() = %+v, want %+v", got, want)
+	}
+	// Every field but a UD QP's QKey was set: one added to Attr and
+	// not to what Attr assembles fails here.
+	v := reflect.ValueOf(got)
+	for i := range v.NumField() {
+		if f := v.Type().Field(i).Name; f != "QKey" && v.Field(i).IsZero() {
+			t.Errorf("Attr().%s is zero", f)
+		}
+	}
+	if c := q.Config(); c != cfg {
+		t.Errorf("Config() = %+v, want %+v", c, cfg)
+	}
+	v = reflect.ValueOf(q.Config())
+	for i := range v.NumField() {
+		if v.Field(i).IsZero() {
+			t.Errorf("Config().%s is zero", v.Type().Field(i).Name)
 		}
 	}
 }

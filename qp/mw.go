@@ -399,13 +399,13 @@ func (e *Engine) executeLocal(q *QP, w *sendWQE) WCStatus {
 	var err error
 	switch w.wr.Opcode {
 	case WRLocalInv:
-		err = e.MRs.invalidate(q.qpn, q.cfg.PD, w.wr.Imm)
+		err = e.MRs.invalidate(q.qpn, q.pd, w.wr.Imm)
 	case WRBindMW:
-		if err = e.MRs.bind(q.qpn, q.cfg.PD, &w.local.bind); err != nil {
+		if err = e.MRs.bind(q.qpn, q.pd, &w.local.bind); err != nil {
 			return WCMWBindErr
 		}
 	case WRRegMR:
-		err = e.MRs.regFast(q.cfg.PD, &w.local.reg)
+		err = e.MRs.regFast(q.pd, &w.local.reg)
 	}
 	if err != nil {
 		return WCLocQPOpErr
@@ -446,7 +446,7 @@ func (e *Engine) invalidateRecv(q *QP, p *bth.Packet, psn bth.PSN) respState {
 	if q.sr != nil {
 		e.srCatchUp(q)
 	}
-	if err := e.MRs.invalidate(q.qpn, q.cfg.PD, p.IETH().RKey()); err == nil {
+	if err := e.MRs.invalidate(q.qpn, q.pd, p.IETH().RKey()); err == nil {
 		return respComplete
 	}
 	r.haveWQE = false

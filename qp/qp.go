@@ -153,11 +153,15 @@ func ringSize(n int) int {
 type QP struct {
 	// The fields come in the order the data path touches them: with
 	// thousands of QPs a QP's lines are cold when its turn comes, so every
-	// line a packet touches costs a cache miss (BenchmarkManyQPs). First
-	// what both sides read for every packet, then the requester's and the
-	// responder's own, then what a packet never touches.
-	e      *Engine
-	cc     *ccState
+	// line a packet touches costs a cache miss (BenchmarkManyQPs). The
+	// attributes and configuration a packet reads are stored here, in the
+	// first two lines, and nowhere else: attr and cfg keep only the rest,
+	// and Attr and Config assemble the public structs. Then the
+	// requester's lines, the responder's, the per-packet counters, and
+	// what a packet never touches (TestQPLayout).
+	//
+	// The first line is what the responder reads of a WRITE and its
+	// ACK; the requester reads it too.
 	qpn    uint32
 	state  QPState
 	queued bool
@@ -168,44 +172,88 @@ type QP struct {
 	// so a QP that only requests never touches resp's line in Process.
 	responding bool
 	// ccNone: the congestion control is none (ccState's inert, not
-	// paced, no ECT), here in the padding of the QP's first line so that
-	// the per-packet cc hooks of such a QP are one branch on a line the
-	// packet reads anyway, and an ACK it sends touches no cc line.
+	// paced, no ECT), here in the QP's first line so that the per-packet
+	// cc hooks of such a QP are one branch on a line the packet reads
+	// anyway, and an ACK it sends touches no cc line.
 	ccNone bool
 	// mtu is the path MTU's payload bytes, 32 bits to fit in the
-	// header's padding: a 64-bit int here would push cfg.Type and the
-	// last per-packet counter a line further (TestQPLayout).
-	mtu  int32
-	attr Attr
-	cfg  QPConfig
-	// Counters count this QP's traffic and events.
-	Counters Counters
-	// The four counters of selective repeat moved what follows by half
-	// a line: this moves it by a whole one, back onto the lines
-	// TestQPLayout pins.
-	_    [32]byte
-	sq   sendQueue
-	req  requester
-	comp completer
+	// first line.
+	mtu int32
+	// typ is QPConfig.Type; tclass, retransFlags, destQPN, access and
+	// destAddr are Attr's TrafficClass, Retrans, DestQPN, AccessFlags
+	// and DestAddr.
+	typ          QPType
+	tclass       uint8
+	retransFlags RetransFlags
+	destQPN      uint32
+	pd           uint32 // QPConfig.PD
+	access       Access
+	destAddr     netip.Addr
+	// The second line is the requester's: the engine and ccState, the
+	// send CQ, Attr's HopLimit, Timeout, RetryCnt and RNRRetry (an ACK
+	// that makes progress reads the retry counts, resetRetry),
+	// QPConfig.SignalAll, and the requester's state.
+	e         *Engine
+	cc        *ccState
+	sendCQ    *CQ // QPConfig.SendCQ
+	hopLimit  uint8
+	timeout   uint8
+	retryCnt  uint8
+	rnrRetry  uint8
+	signalAll bool
+	req       requester
+	comp      completer
+	sq        sendQueue
+	recvCQ    *CQ // QPConfig.RecvCQ
 	// lat is the completion latency of signaled send WRs: 8 KiB, touched
 	// once per completion, kept out of the lines touched per packet.
 	lat     *hist.Histogram
 	retrans timer
-	// srq, which a packet rarely touches, fills the timer's line, so
-	// that resp starts the next with rdRes, which Process reads for a
-	// QP that owes responses, and what the responder touches for a
-	// WRITE. rnr
-	// places rto so that the fields a request or its ACK touches there
-	// take two lines (TestQPLayout).
-	srq    *SRQ
-	resp   responder
-	rnr    timer
-	rto    rtoState
-	rq     recvQueue
-	srqWQE recvWQE // the WQE taken from the SRQ, in progress
+	// ccSRTT is the congestion control's smoothed RTT (SRTT), which
+	// every ACK's sample updates: here, in the timer's line, an ACK of a
+	// QP without congestion control touches no line of ccState but its
+	// send-time slot.
+	ccSRTT time.Duration
+	// rto's fields a request or its ACK touches take the next two lines.
+	rto rtoState
+	rnr timer
 	// sr is selective repeat's state (sr.go), set exactly when the QP
 	// does it (srModified).
 	sr *srState
+	// resp starts a line with rdRes, which Process reads for a QP that
+	// owes responses, and what the responder touches for a WRITE.
+	resp responder
+	rq   recvQueue
+	_    [8]byte // starts Counters on a line
+	// Counters count this QP's traffic and events; the per-packet ones
+	// come first, in one line.
+	Counters Counters
+	srq      *SRQ
+	srqWQE   recvWQE // the WQE taken from the SRQ, in progress
+	attr     qpAttr
+	cfg      qpConfig
+}
+
+// qpAttr is what the QP keeps of its Attr beyond the fields in its first
+// lines.
+type qpAttr struct {
+	PKey            uint16
+	PathMTU         int
+	RQPSN, SQPSN    uint32
+	MinRNRTimer     uint8
+	MaxRdAtomic     uint8
+	MaxDestRdAtomic uint8
+	QKey            uint32
+}
+
+// qpConfig is what the QP keeps of its QPConfig beyond the fields in its
+// first lines.
+type qpConfig struct {
+	MaxSendWR, MaxRecvWR   int
+	MaxSendSGE, MaxRecvSGE int
+	MaxInline              int
+	SRQ                    *SRQ
+	CC                     *cc.Config
 }
 
 // QPN returns the QP number.
@@ -215,10 +263,26 @@ func (q *QP) QPN() uint32 { return q.qpn }
 func (q *QP) State() QPState { return q.state }
 
 // Attr returns the QP's attributes.
-func (q *QP) Attr() Attr { a := q.attr; a.State = q.state; return a }
+func (q *QP) Attr() Attr {
+	return Attr{
+		State: q.state, AccessFlags: q.access, PKey: q.attr.PKey,
+		DestAddr: q.destAddr, HopLimit: q.hopLimit, TrafficClass: q.tclass,
+		PathMTU: q.attr.PathMTU, DestQPN: q.destQPN, RQPSN: q.attr.RQPSN, SQPSN: q.attr.SQPSN,
+		Timeout: q.timeout, RetryCnt: q.retryCnt, RNRRetry: q.rnrRetry, Retrans: q.retransFlags,
+		MinRNRTimer: q.attr.MinRNRTimer, MaxRdAtomic: q.attr.MaxRdAtomic, MaxDestRdAtomic: q.attr.MaxDestRdAtomic,
+		QKey: q.attr.QKey,
+	}
+}
 
 // Config returns the QP's capacities.
-func (q *QP) Config() QPConfig { return q.cfg }
+func (q *QP) Config() QPConfig {
+	c := &q.cfg
+	return QPConfig{
+		Type: q.typ, PD: q.pd, SendCQ: q.sendCQ, RecvCQ: q.recvCQ,
+		MaxSendWR: c.MaxSendWR, MaxRecvWR: c.MaxRecvWR, MaxSendSGE: c.MaxSendSGE, MaxRecvSGE: c.MaxRecvSGE,
+		MaxInline: c.MaxInline, SRQ: c.SRQ, SignalAll: q.signalAll, CC: c.CC,
+	}
+}
 
 // PostSend queues a send work request posted at now, the time its
 // completion latency counts from (Latency). It returns ErrBadState unless
@@ -246,18 +310,18 @@ func (q *QP) PostSend(now time.Time, wr *SendWR) error {
 		return fmt.Errorf("post send: %w: inline data of %d bytes (max %d) on %s", ErrBadWR, len(wr.InlineData), q.cfg.MaxInline, wr.Opcode)
 	}
 	if wr.Opcode.isExt() {
-		if err := checkExtWR(q.cfg.Type, wr); err != nil {
+		if err := checkExtWR(q.typ, wr); err != nil {
 			return err
 		}
 	}
-	if wr.Opcode >= WRSendWithInv && q.cfg.Type != QPTypeRC {
-		return fmt.Errorf("post send: %w: %s on a %s QP", ErrBadWR, wr.Opcode, q.cfg.Type)
+	if wr.Opcode >= WRSendWithInv && q.typ != QPTypeRC {
+		return fmt.Errorf("post send: %w: %s on a %s QP", ErrBadWR, wr.Opcode, q.typ)
 	}
 	if wr.Opcode.isLocal() && (len(wr.SGL) > 0 || len(wr.InlineData) > 0) {
 		return fmt.Errorf("post send: %w: %s with data", ErrBadWR, wr.Opcode)
 	}
-	if q.cfg.Type != QPTypeRC {
-		if err := checkTypeWR(q.cfg.Type, wr); err != nil {
+	if q.typ != QPTypeRC {
+		if err := checkTypeWR(q.typ, wr); err != nil {
 			return err
 		}
 	}
@@ -267,7 +331,7 @@ func (q *QP) PostSend(now time.Time, wr *SendWR) error {
 	w.wr = wqeWR{ID: wr.ID, Opcode: wr.Opcode, Flags: wr.Flags, Imm: wr.Imm, RemoteAddr: wr.RemoteAddr,
 		RKey: wr.RKey, CompareAdd: wr.CompareAdd, Swap: wr.Swap, RemoteQPN: wr.RemoteQPN, RemoteQKey: wr.RemoteQKey,
 		FlushType: wr.FlushType, FlushLevel: wr.FlushLevel}
-	if !q.cfg.Type.connected() {
+	if !q.typ.connected() {
 		w.ah = *wr.AH
 	}
 	switch wr.Opcode {
@@ -279,7 +343,7 @@ func (q *QP) PostSend(now time.Time, wr *SendWR) error {
 		}
 		w.local.bind, w.local.reg = wr.Bind, wr.Reg
 	}
-	if q.cfg.SignalAll {
+	if q.signalAll {
 		w.wr.Flags |= FlagSignaled
 	}
 	w.sge = w.sge[:0]
@@ -350,12 +414,12 @@ func (q *QP) PostRecv(wr *RecvWR) error {
 // not allow, ErrMissingAttr for a required attribute missing, ErrBadAttr
 // for a value out of range.
 func (q *QP) Modify(a *Attr, mask AttrMask) error {
-	if err := checkModify(q.cfg.Type, q.state, a, mask); err != nil {
+	if err := checkModify(q.typ, q.state, a, mask); err != nil {
 		return fmt.Errorf("modify QP %d: %w", q.qpn, err)
 	}
 	// Selective repeat changes what the packets carry: once the QP
 	// receives, turning it on or off would misread the peer's packets.
-	if mask&AttrRetrans != 0 && q.state >= StateRTR && (a.Retrans^q.attr.Retrans)&RetransSelective != 0 {
+	if mask&AttrRetrans != 0 && q.state >= StateRTR && (a.Retrans^q.retransFlags)&RetransSelective != 0 {
 		return fmt.Errorf("modify QP %d: %w: selective repeat is fixed from RTR on", q.qpn, ErrBadAttr)
 	}
 	next := q.state
@@ -363,13 +427,13 @@ func (q *QP) Modify(a *Attr, mask AttrMask) error {
 		next = a.State
 	}
 	if mask&AttrAccessFlags != 0 {
-		q.attr.AccessFlags = a.AccessFlags
+		q.access = a.AccessFlags
 	}
-	if mask&AttrQKey != 0 && q.cfg.Type == QPTypeUD {
+	if mask&AttrQKey != 0 && q.typ == QPTypeUD {
 		q.attr.QKey = a.QKey
 	}
 	if mask&AttrAV != 0 {
-		q.attr.DestAddr, q.attr.HopLimit, q.attr.TrafficClass = a.DestAddr, a.HopLimit, a.TrafficClass
+		q.destAddr, q.hopLimit, q.tclass = a.DestAddr, a.HopLimit, a.TrafficClass
 	}
 	if mask&AttrPKeyIndex != 0 || q.pkey == 0 {
 		q.pkey = a.PKey
@@ -382,7 +446,7 @@ func (q *QP) Modify(a *Attr, mask AttrMask) error {
 		q.attr.PathMTU, q.mtu = a.PathMTU, int32(a.PathMTU)
 	}
 	if mask&AttrDestQPN != 0 {
-		q.attr.DestQPN = a.DestQPN
+		q.destQPN = a.DestQPN
 		q.sport = bth.SrcPortForFlow(bth.FlowLabel(q.qpn, a.DestQPN))
 	}
 	if mask&AttrRQPSN != 0 {
@@ -397,21 +461,21 @@ func (q *QP) Modify(a *Attr, mask AttrMask) error {
 		q.comp.psn = q.req.psn
 	}
 	if mask&AttrTimeout != 0 {
-		q.attr.Timeout = a.Timeout
+		q.timeout = a.Timeout
 	}
 	if mask&AttrRetryCnt != 0 {
-		q.attr.RetryCnt = a.RetryCnt
+		q.retryCnt = a.RetryCnt
 		q.comp.retryCnt = a.RetryCnt
 	}
 	if mask&AttrRNRRetry != 0 {
-		q.attr.RNRRetry = a.RNRRetry
+		q.rnrRetry = a.RNRRetry
 		q.comp.rnrRetry = a.RNRRetry
 	}
 	if mask&AttrMinRNRTimer != 0 {
 		q.attr.MinRNRTimer = a.MinRNRTimer
 	}
 	if mask&AttrRetrans != 0 {
-		q.attr.Retrans = a.Retrans
+		q.retransFlags = a.Retrans
 	}
 	if mask&AttrMaxQPRdAtomic != 0 {
 		// Credits in use stay in use.
@@ -457,7 +521,9 @@ func (q *QP) reset() {
 	q.sr = nil // as the attributes: none until Modify asks for it
 	q.resp.opcode = opNone
 	q.comp.opcode = opNone
-	q.attr = Attr{}
+	q.attr = qpAttr{}
+	q.access, q.destAddr, q.hopLimit, q.tclass, q.destQPN = 0, netip.Addr{}, 0, 0, 0
+	q.timeout, q.retransFlags, q.retryCnt, q.rnrRetry = 0, 0, 0, 0
 	q.pkey, q.mtu = 0, 0
 	q.initType()
 }
@@ -466,12 +532,12 @@ func (q *QP) reset() {
 // its message limit, rxe's UDP source port for its QPN
 // (rxe_qp_init_req), and for GSI the fixed Q_Key.
 func (q *QP) initType() {
-	if q.cfg.Type.connected() {
+	if q.typ.connected() {
 		return
 	}
 	q.mtu = int32(q.e.portMTU())
 	q.sport = bth.SrcPortForQPN(q.qpn)
-	if q.cfg.Type == QPTypeGSI {
+	if q.typ == QPTypeGSI {
 		q.attr.QKey = GSIQKey
 	}
 }
@@ -540,14 +606,14 @@ func (q *QP) completeSend(w *sendWQE) {
 		q.req.rdAtomic++
 	}
 	if w.wr.Flags&FlagSignaled != 0 || w.status != WCSuccess {
-		if wc := q.cfg.SendCQ.slot(); wc != nil {
+		if wc := q.sendCQ.slot(); wc != nil {
 			n := w.length
 			if w.status != WCSuccess {
 				n = 0
 			}
 			wc.WRID, wc.Status, wc.Opcode, wc.Flags = w.wr.ID, w.status, wcOpcodeOf[w.wr.Opcode], 0
 			wc.ByteLen, wc.Imm, wc.QPN, wc.SrcQP, wc.SrcGID = n, 0, q.qpn, 0, netip.Addr{}
-			q.cfg.SendCQ.commit()
+			q.sendCQ.commit()
 		}
 	}
 	if w.status == WCSuccess {
@@ -574,22 +640,22 @@ func (q *QP) completeRecv(st WCStatus, op WCOpcode, byteLen, imm uint32, flags W
 		ByteLen: byteLen,
 		Imm:     imm,
 		QPN:     q.qpn,
-		SrcQP:   q.attr.DestQPN,
+		SrcQP:   q.destQPN,
 	}
 	q.retireRecv()
 	if st == WCSuccess {
 		q.Counters.CompletedRecvs++
 	}
-	q.cfg.RecvCQ.push(&wc)
+	q.recvCQ.push(&wc)
 }
 
 // timeoutDur is the local ACK timeout: 4.096 µs × 2^Timeout, 0 when the
 // timer is disabled (IBA 11.2.4.2).
 func (q *QP) timeoutDur() time.Duration {
-	if q.attr.Timeout == 0 {
+	if q.timeout == 0 {
 		return 0
 	}
-	return time.Duration(4096<<q.attr.Timeout) * time.Nanosecond
+	return time.Duration(4096<<q.timeout) * time.Nanosecond
 }
 
 func durationUS(us float64) time.Duration { return time.Duration(us * float64(time.Microsecond)) }

@@ -152,7 +152,7 @@ func (e *Engine) sendResponses(q *QP, budget int) bool {
 			return true
 		}
 		if size > 0 && mrOf != res {
-			mr, mrOf = e.MRs.LookupRemote(res.rkey, q.cfg.PD, q.qpn, AccessRemoteRead), res
+			mr, mrOf = e.MRs.LookupRemote(res.rkey, q.pd, q.qpn, AccessRemoteRead), res
 			if mr == nil {
 				// Deregistered since: the requester times out.
 				e.nextResponse(q)

@@ -51,8 +51,8 @@ func (e *Engine) runRequester(q *QP, budget int) bool {
 	if !q.state.sends() {
 		return false
 	}
-	if q.cfg.Type != QPTypeRC {
-		if q.cfg.Type == QPTypeUC {
+	if q.typ != QPTypeRC {
+		if q.typ == QPTypeUC {
 			return e.runUCRequester(q, budget)
 		}
 		return e.runUDRequester(q, budget)
@@ -180,7 +180,7 @@ func (e *Engine) validateSendWQE(q *QP, w *sendWQE) WCStatus {
 	if len(w.sge) == 1 && w.sge[0].Length != 0 {
 		// The common WR, one SGE: resolveSGL's checks without its loop.
 		g := &w.sge[0]
-		m := e.MRs.Lookup(g.LKey, q.cfg.PD, need)
+		m := e.MRs.Lookup(g.LKey, q.pd, need)
 		if m == nil {
 			return WCLocProtErr
 		}
@@ -191,7 +191,7 @@ func (e *Engine) validateSendWQE(q *QP, w *sendWQE) WCStatus {
 		return WCSuccess
 	}
 	var ok bool
-	if w.mrs, ok = e.MRs.resolveSGL(w.mrs, w.sge, q.cfg.PD, need); !ok {
+	if w.mrs, ok = e.MRs.resolveSGL(w.mrs, w.sge, q.pd, need); !ok {
 		return WCLocProtErr
 	}
 	return WCSuccess

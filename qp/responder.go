@@ -151,7 +151,7 @@ func (e *Engine) respond(q *QP, p *bth.Packet) {
 
 		case respCheckOpValid:
 			state = respCheckResource
-			a := q.attr.AccessFlags
+			a := q.access
 			switch {
 			case info.Mask&bth.Read != 0 && a&AccessRemoteRead == 0,
 				info.Mask&bth.Write != 0 && a&AccessRemoteWrite == 0,
@@ -268,7 +268,7 @@ func (e *Engine) respond(q *QP, p *bth.Packet) {
 func (e *Engine) respondWrite(q *QP, p *bth.Packet, h bth.BTH, psn bth.PSN, op bth.Opcode) bool {
 	r := &q.resp
 	if op-bth.RCWriteFirst > bth.RCWriteOnly-bth.RCWriteFirst || op == bth.RCWriteLastImm ||
-		psn != r.psn || q.selective() || h.Placed() || q.attr.AccessFlags&AccessRemoteWrite == 0 ||
+		psn != r.psn || q.selective() || h.Placed() || q.access&AccessRemoteWrite == 0 ||
 		!opSeqOK(r.opcode, op) {
 		return false
 	}
@@ -291,8 +291,8 @@ func (e *Engine) respondWrite(q *QP, p *bth.Packet, h bth.BTH, psn bth.PSN, op b
 		// A window's view is looked up afresh for every message: it
 		// may have been invalidated and bound again, under a new key,
 		// for another QP (LookupRemote's type 2 check).
-		if mr == nil || !mr.valid || mr.win != nil || mr.RKey != rkey || mr.PD != q.cfg.PD || mr.Access&AccessRemoteWrite == 0 {
-			if mr = e.MRs.LookupRemote(rkey, q.cfg.PD, q.qpn, AccessRemoteWrite); mr == nil {
+		if mr == nil || !mr.valid || mr.win != nil || mr.RKey != rkey || mr.PD != q.pd || mr.Access&AccessRemoteWrite == 0 {
+			if mr = e.MRs.LookupRemote(rkey, q.pd, q.qpn, AccessRemoteWrite); mr == nil {
 				return false
 			}
 		}
@@ -436,7 +436,7 @@ func (e *Engine) checkRKey(q *QP, p *bth.Packet, info *bth.OpcodeInfo) respState
 		return respExecute
 	}
 	if r.mr == nil {
-		r.mr = e.MRs.LookupRemote(r.rkey, q.cfg.PD, q.qpn, need)
+		r.mr = e.MRs.LookupRemote(r.rkey, q.pd, q.qpn, need)
 		if r.mr == nil {
 			return e.classC(q, bth.NAKRemoteAccessError, WCRemAccessErr)
 		}
@@ -587,7 +587,7 @@ func (r *responder) newResource() *resource {
 func (e *Engine) scatterRecv(q *QP, w *recvWQE, off uint32, data []byte) bool {
 	if len(w.mrs) == 0 && len(w.sge) > 0 {
 		var ok bool
-		if w.mrs, ok = e.MRs.resolveSGL(w.mrs, w.sge, q.cfg.PD, AccessLocalWrite); !ok {
+		if w.mrs, ok = e.MRs.resolveSGL(w.mrs, w.sge, q.pd, AccessLocalWrite); !ok {
 			return false
 		}
 	}
@@ -671,7 +671,7 @@ func (e *Engine) ackBurst(q *QP, psn bth.PSN) {
 func (e *Engine) flushAck(q *QP) {
 	if a := q.resp.ackDue; a.set {
 		q.resp.ackDue = pendingAck{}
-		if r := &q.resp; q.sr != nil && r.rdRes == nil && r.ackPSN == r.psn && a.syn.Kind() == bth.KindACK {
+		if r := &q.resp; q.selective() && q.sr != nil && r.rdRes == nil && r.ackPSN == r.psn && a.syn.Kind() == bth.KindACK {
 			// Selective repeat: the SENDs and WRITEs the burst
 			// executed after the request that asked (gap fillers
 			// without AckReq) are acknowledged too (IBA

@@ -156,12 +156,12 @@ func (q *QP) earlyOK() bool {
 // adaptive reports whether q retransmits on its RTO: not asked for the
 // fixed timer, and with a finite IBA timeout to cap it.
 func (q *QP) adaptive() bool {
-	return q.attr.Retrans&RetransFixed == 0 && q.attr.Timeout != 0
+	return q.retransFlags&RetransFixed == 0 && q.timeout != 0
 }
 
 // retryForever reports whether a retry count of n never runs out.
 func (q *QP) retryForever(n uint8) bool {
-	return n == 7 && q.attr.Retrans&RetransRetry7Forever != 0
+	return n == 7 && q.retransFlags&RetransRetry7Forever != 0
 }
 
 // rtoAcked takes an RTT sample when the completer's progress answered the

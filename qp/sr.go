@@ -109,13 +109,13 @@ type srState struct {
 }
 
 // selective reports whether q does selective repeat.
-func (q *QP) selective() bool { return q.attr.Retrans&RetransSelective != 0 }
+func (q *QP) selective() bool { return q.retransFlags&RetransSelective != 0 }
 
 // srModified keeps the selective-repeat state in step with Modify: it is
 // allocated when the QP asks for it, and its windows start at the PSNs
 // the QP starts from.
 func (q *QP) srModified(mask AttrMask) {
-	if !q.selective() || q.cfg.Type != QPTypeRC {
+	if !q.selective() || q.typ != QPTypeRC {
 		// An RC QP has sr exactly when it does selective repeat, so
 		// the hot paths ask q.selective(), whose line they read
 		// anyway, rather than load sr from the QP's last line.
@@ -245,7 +245,7 @@ func (q *QP) srLossShown(psn bth.PSN) bool {
 // in sequence it meets those checks and their NAK.
 func (e *Engine) srPlace(q *QP, p *bth.Packet, info *bth.OpcodeInfo, pl bth.SRPlace) bool {
 	if info.Mask&bth.Write == 0 || info.Mask&bth.ConsumesRecv != 0 || !p.BTH().Placeable() ||
-		q.attr.AccessFlags&AccessRemoteWrite == 0 {
+		q.access&AccessRemoteWrite == 0 {
 		return false
 	}
 	var reth bth.RETH
@@ -270,7 +270,7 @@ func (e *Engine) srPlace(q *QP, p *bth.Packet, info *bth.OpcodeInfo, pl bth.SRPl
 	if length == 0 {
 		return true // C9-88: no address or key to check
 	}
-	mr := e.MRs.LookupRemote(reth.RKey(), q.cfg.PD, q.qpn, AccessRemoteWrite)
+	mr := e.MRs.LookupRemote(reth.RKey(), q.pd, q.qpn, AccessRemoteWrite)
 	if mr == nil {
 		return false
 	}
@@ -639,7 +639,7 @@ func (e *Engine) srReplayRead(q *QP, res *resource, psn bth.PSN, va uint64, n ui
 	e.flushAck(q)
 	var mr *MR
 	if n > 0 {
-		if mr = e.MRs.LookupRemote(res.rkey, q.cfg.PD, q.qpn, AccessRemoteRead); mr == nil {
+		if mr = e.MRs.LookupRemote(res.rkey, q.pd, q.qpn, AccessRemoteRead); mr == nil {
 			return // deregistered since: the requester times out
 		}
 	}

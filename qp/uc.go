@@ -164,7 +164,7 @@ func (e *Engine) respondUC(q *QP, p *bth.Packet) {
 		}
 		r.opcode = opNone
 	}
-	if info.Mask&bth.Write != 0 && q.attr.AccessFlags&AccessRemoteWrite == 0 {
+	if info.Mask&bth.Write != 0 && q.access&AccessRemoteWrite == 0 {
 		q.dropUC()
 		return
 	}

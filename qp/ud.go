@@ -120,7 +120,7 @@ func (e *Engine) sendDatagram(q *QP, w *sendWQE) bool {
 		e.pf.ImmDt = w.wr.Imm
 	}
 	qkey := w.wr.RemoteQKey
-	if q.cfg.Type == QPTypeGSI {
+	if q.typ == QPTypeGSI {
 		// rxe sends GSI_QKEY from QP1 whatever the WR says, and sets
 		// AckReq on its last packet, as for every type but UD and UC
 		// (rping.pcap: CM MADs carry AckReq, ibv_ud_pingpong's do not).
@@ -164,7 +164,7 @@ func (e *Engine) receiveDatagram(q *QP, p *bth.Packet, lp *link.Packet) {
 	}
 	d := p.DETH()
 	want := q.attr.QKey
-	if q.cfg.Type == QPTypeGSI {
+	if q.typ == QPTypeGSI {
 		want = GSIQKey
 	}
 	if d.QKey() != want {
@@ -218,7 +218,7 @@ func (q *QP) completeDatagram(w *recvWQE, st WCStatus, byteLen, imm uint32, flag
 	if st == WCSuccess {
 		q.Counters.CompletedRecvs++
 	}
-	q.cfg.RecvCQ.push(&wc)
+	q.recvCQ.push(&wc)
 }
 
 // buildGRH writes the 40-byte GRH of a received datagram the way rxe
