@@ -88,8 +88,8 @@ func (w *Waiter) openEpoll() {
 	if err != nil {
 		return
 	}
-	// The descriptors join the instance only while a Wait looks at them
-	// (epReady); one that joins now proves the instance takes them.
+	// The descriptors join the instance when a Wait needs them (join,
+	// idleCalls); adding them once here proves the instance takes them.
 	for _, p := range w.pfd[:len(w.pfd)-1] { // not the eventfd: see kicked
 		ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: p.Fd}
 		if unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, int(p.Fd), &ev) != nil ||

@@ -308,3 +308,46 @@ func TestCloseEndsPollOut(t *testing.T) {
 		t.Fatalf("PollOut returned %v after Close", d)
 	}
 }
+
+// TestIdleOwnerLeavesEpoll: a Wait puts the descriptors in the epoll
+// instance and they stay for the next Wait; after idleCalls calls of the
+// owner without a Wait they are out (a busy-polling owner then pays no
+// epoll callback per packet), and the next Wait puts them back and still
+// sees a readable descriptor.
+func TestIdleOwnerLeavesEpoll(t *testing.T) {
+	w, p := newT(t)
+	defer w.Close(w.Free)
+	call := func() {
+		if !w.Enter() {
+			t.Fatal("Enter on an open Waiter")
+		}
+		w.Exit()
+	}
+	if w.joined {
+		t.Fatal("descriptors in the instance before any Wait")
+	}
+	if closed, err := w.Wait(0); closed || err != nil {
+		t.Fatalf("Wait: %v %v", closed, err)
+	}
+	for range idleCalls {
+		call()
+	}
+	if !w.joined {
+		t.Fatalf("descriptors out after %d calls, want in", idleCalls)
+	}
+	call()
+	if w.joined {
+		t.Fatalf("descriptors in after %d calls without a Wait, want out", idleCalls+1)
+	}
+	unix.Write(p[1], []byte{1})
+	done := make(chan error, 1)
+	go func() { _, err := w.Wait(10 * time.Second); done <- err }()
+	select {
+	case err := <-done:
+		if err != nil || !w.joined {
+			t.Fatalf("Wait on a readable descriptor: %v, joined %v", err, w.joined)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Wait did not see the readable descriptor")
+	}
+}
