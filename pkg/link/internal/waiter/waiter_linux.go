@@ -41,7 +41,7 @@ type Waiter struct {
 	epfd  int
 	raw   syscall.RawConn
 	ready func(fd uintptr) bool // w.epReady, made once: no allocation a Wait
-	evs   [8]unix.EpollEvent
+	evs   [1]unix.EpollEvent    // epReady asks only whether any is ready
 	// joined: the descriptors are in ep; calls: the owner's calls since
 	// its last Wait (idleCalls).
 	joined bool
@@ -49,8 +49,7 @@ type Waiter struct {
 	// kicked is a Wake not yet spent. With ep, a Wake sets it and moves
 	// ep's read deadline into the past, which readies a parked Wait in
 	// the runtime alone: no system call, and the goroutine runs next on
-	// the waker's P (the eventfd's write woke a thread in the runtime's
-	// netpoll as well).
+	// the waker's P.
 	kicked atomic.Bool
 }
 
