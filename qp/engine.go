@@ -165,7 +165,7 @@ func (e *Engine) CreateQP(cfg QPConfig) (*QP, error) {
 	*q = QP{e: e, cc: &b.cc, lat: new(hist.Histogram),
 		typ: cfg.Type, pd: cfg.PD, sendCQ: cfg.SendCQ, recvCQ: cfg.RecvCQ, signalAll: cfg.SignalAll,
 		cfg: qpConfig{MaxSendWR: cfg.MaxSendWR, MaxRecvWR: cfg.MaxRecvWR, MaxSendSGE: cfg.MaxSendSGE,
-			MaxRecvSGE: cfg.MaxRecvSGE, MaxInline: cfg.MaxInline, SRQ: cfg.SRQ, CC: cfg.CC}}
+			MaxRecvSGE: cfg.MaxRecvSGE, MaxInline: cfg.MaxInline, SRQ: cfg.SRQ, CC: cfg.CC, AckDelay: cfg.AckDelay}}
 	q.cc.timer = timer{idx: -1, qp: q, kind: timerCC}
 	q.cc.pace = timer{idx: -1, qp: q, kind: timerPace}
 	if err := e.ccInit(q, cfg.CC); err != nil {
@@ -193,6 +193,7 @@ func (e *Engine) CreateQP(cfg QPConfig) (*QP, error) {
 	}
 	q.retrans = timer{idx: -1, qp: q, kind: timerRetrans}
 	q.rnr = timer{idx: -1, qp: q, kind: timerRNR}
+	q.ackTimer = timer{idx: -1, qp: q, kind: timerAck}
 	ss := ringSize(cfg.MaxSendWR)
 	q.sq = sendQueue{wqes: make([]sendWQE, ss), mask: uint32(ss - 1), size: uint32(cfg.MaxSendWR), maxSGE: uint32(cfg.MaxSendSGE)}
 	for i := range q.sq.wqes {
@@ -240,6 +241,7 @@ func (e *Engine) DestroyQP(q *QP) error {
 	}
 	e.stopTimer(&q.retrans)
 	e.stopTimer(&q.rnr)
+	e.stopTimer(&q.ackTimer)
 	e.stopTimer(&q.cc.timer)
 	e.stopTimer(&q.cc.pace)
 	e.retireLatency(q)
@@ -318,7 +320,7 @@ func (e *Engine) Receive(now time.Time, pkts []*link.Packet) {
 	for i, q := range e.acks {
 		// A QP reset or destroyed during the burst (an OnStateChange
 		// that calls back into the engine) owes nothing.
-		if q.state != StateReset {
+		if q.state != StateReset && !e.holdAck(q) {
 			e.flushAck(q)
 		}
 		e.acks[i] = nil
@@ -532,6 +534,8 @@ func (e *Engine) fire(t *timer) {
 		e.ccTimer(t.qp)
 	case timerPace:
 		e.schedule(t.qp)
+	case timerAck:
+		e.ackTimeout(t.qp)
 	}
 }
 

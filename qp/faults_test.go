@@ -37,17 +37,30 @@ type plannedWR struct {
 // checks: every signaled WR completes exactly once, in order, with
 // success; every byte lands; no atomic executes twice; no receive buffer
 // is written beyond the message.
-func TestFaultProperties(t *testing.T) { runFaultCases(t, 0) }
+func TestFaultProperties(t *testing.T) { runFaultCases(t, 0, 0) }
 
 // TestFaultPropertiesSelective holds selective repeat (sr.go) to the same
 // properties over the same faults: packets placed ahead of a gap must
 // land once, where they belong, and complete in order.
-func TestFaultPropertiesSelective(t *testing.T) { runFaultCases(t, RetransSelective) }
+func TestFaultPropertiesSelective(t *testing.T) { runFaultCases(t, RetransSelective, 0) }
+
+// TestFaultPropertiesAckDelay holds QPs that hold the ACKs of SENDs and
+// WRITEs with immediate (QPConfig.AckDelay) to the same properties, with
+// go-back-N and with selective repeat: a held ACK that is lost,
+// duplicated or overtaken, or that times out, must not lose or repeat a
+// completion.
+func TestFaultPropertiesAckDelay(t *testing.T) {
+	t.Run("gobackn", func(t *testing.T) { runFaultCases(t, 0, 30*time.Microsecond) })
+	t.Run("selective", func(t *testing.T) { runFaultCases(t, RetransSelective, 30*time.Microsecond) })
+}
 
 // runFaultCases runs random WR sequences over each fault case with the
-// QPs' retransmission flags, each mode on its own seeds.
-func runFaultCases(t *testing.T, retrans RetransFlags) {
+// QPs' retransmission flags and ACK delay, each mode on its own seeds.
+func runFaultCases(t *testing.T, retrans RetransFlags, ackDelay time.Duration) {
 	runs := 300
+	if ackDelay > 0 {
+		runs = 100 // beside the runs without it
+	}
 	if testing.Short() {
 		runs = 30
 	}
@@ -56,7 +69,10 @@ func runFaultCases(t *testing.T, retrans RetransFlags) {
 			t.Parallel()
 			for i := range runs {
 				seed := uint64(ci)<<32 | uint64(i) | uint64(retrans)<<48
-				runRandomSequence(t, fc.f, seed, retrans)
+				if ackDelay > 0 {
+					seed |= 1 << 56
+				}
+				runRandomSequence(t, fc.f, seed, retrans, ackDelay)
 				if t.Failed() {
 					t.Fatalf("seed %#x", seed)
 				}
@@ -65,7 +81,7 @@ func runFaultCases(t *testing.T, retrans RetransFlags) {
 	}
 }
 
-func runRandomSequence(t *testing.T, f netem.Faults, seed uint64, retrans RetransFlags) {
+func runRandomSequence(t *testing.T, f netem.Faults, seed uint64, retrans RetransFlags, ackDelay time.Duration) {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	mtus := []int{256, 512, 1024, 2048, 4096}
 	mtu := mtus[rng.IntN(len(mtus))]
@@ -73,7 +89,8 @@ func runRandomSequence(t *testing.T, f netem.Faults, seed uint64, retrans Retran
 	slot := 3*mtu + 128
 	const atomicArea = 0
 	mem := 64 + n*slot
-	p := newPair(t, pairConfig{mtu: mtu, faults: f, seed: seed, mem: mem, retry: 7, rnrRetry: 7, sendWR: 64, recvWR: 64, retrans: retrans})
+	p := newPair(t, pairConfig{mtu: mtu, faults: f, seed: seed, mem: mem, retry: 7, rnrRetry: 7, sendWR: 64, recvWR: 64, retrans: retrans, ackDelay: ackDelay})
+	defer p.close()
 	a, b := p.a, p.b
 	fill(a.mem, int(seed))
 	fill(b.mem, int(seed)+1)

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"reflect"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/uroce/uroce/cc"
@@ -73,7 +74,7 @@ func TestQPAttrConfig(t *testing.T) {
 	}
 	ccfg := cc.DefaultConfig(cc.KindNone, DefaultLineRate)
 	cfg := QPConfig{Type: QPTypeRC, PD: 3, SendCQ: scq, RecvCQ: rcq, MaxSendWR: 5, MaxRecvWR: 6,
-		MaxSendSGE: 2, MaxRecvSGE: 3, MaxInline: 64, SRQ: srq, SignalAll: true, CC: &ccfg}
+		MaxSendSGE: 2, MaxRecvSGE: 3, MaxInline: 64, SRQ: srq, SignalAll: true, CC: &ccfg, AckDelay: time.Microsecond}
 	q, err := e.CreateQP(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -30,6 +30,17 @@ type QPConfig struct {
 	// CC selects the QP's congestion control; nil means the engine's
 	// default (Engine.CC).
 	CC *cc.Config
+	// AckDelay, when positive, lets the responder hold the ACK of a SEND
+	// or RDMA WRITE with immediate (a request that hands the application
+	// a receive completion) for up to AckDelay, so that it leaves with
+	// the next request the QP sends, the application's answer, in one
+	// transmit, and the peer wakes once for both. IBA 9.7.5.1.2 lets one
+	// ACK cover many requests and leaves when to send it to the
+	// responder, within the requester's local ACK timeout, which must
+	// stay far above AckDelay. A held ACK whose delay runs out goes out
+	// alone, and the QP then acknowledges the next ackSkip such requests
+	// at once. Other requests are acknowledged at once.
+	AckDelay time.Duration
 }
 
 type wqeState uint8
@@ -185,10 +196,14 @@ type QP struct {
 	typ          QPType
 	tclass       uint8
 	retransFlags RetransFlags
-	destQPN      uint32
-	pd           uint32 // QPConfig.PD
-	access       Access
-	destAddr     netip.Addr
+	// ackHeld: the responder holds an ACK (QPConfig.AckDelay) that the
+	// QP's next request takes out with it; here, where the requester
+	// looks anyway.
+	ackHeld  bool
+	destQPN  uint32
+	pd       uint32 // QPConfig.PD
+	access   Access
+	destAddr netip.Addr
 	// The second line is the requester's: the engine and ccState, the
 	// send CQ, Attr's HopLimit, Timeout, RetryCnt and RNRRetry (an ACK
 	// that makes progress reads the retry counts, resetRetry),
@@ -230,6 +245,10 @@ type QP struct {
 	Counters Counters
 	srq      *SRQ
 	srqWQE   recvWQE // the WQE taken from the SRQ, in progress
+	// ackTimer bounds how long an ACK is held (QPConfig.AckDelay);
+	// ackSkip counts the ACKs still to send at once after one ran out.
+	ackTimer timer
+	ackSkip  uint8
 	attr     qpAttr
 	cfg      qpConfig
 }
@@ -254,6 +273,7 @@ type qpConfig struct {
 	MaxInline              int
 	SRQ                    *SRQ
 	CC                     *cc.Config
+	AckDelay               time.Duration
 }
 
 // QPN returns the QP number.
@@ -280,7 +300,7 @@ func (q *QP) Config() QPConfig {
 	return QPConfig{
 		Type: q.typ, PD: q.pd, SendCQ: q.sendCQ, RecvCQ: q.recvCQ,
 		MaxSendWR: c.MaxSendWR, MaxRecvWR: c.MaxRecvWR, MaxSendSGE: c.MaxSendSGE, MaxRecvSGE: c.MaxRecvSGE,
-		MaxInline: c.MaxInline, SRQ: c.SRQ, SignalAll: q.signalAll, CC: c.CC,
+		MaxInline: c.MaxInline, SRQ: c.SRQ, SignalAll: q.signalAll, CC: c.CC, AckDelay: c.AckDelay,
 	}
 }
 
@@ -509,6 +529,8 @@ func (q *QP) reset() {
 	q.e.stopRetrans(q)
 	q.rto = rtoState{}
 	q.e.stopTimer(&q.rnr)
+	q.e.stopTimer(&q.ackTimer)
+	q.ackHeld, q.ackSkip = false, 0
 	// A reset QP starts its congestion control afresh, as a new one
 	// would; the configuration it was given cannot fail twice.
 	cfg := q.cc.cfg
@@ -564,6 +586,9 @@ func (q *QP) toError() {
 	q.resp.rdRes = nil
 	q.e.stopRetrans(q)
 	q.e.stopTimer(&q.rnr)
+	// A QP in ERR sends no held ACK.
+	q.e.stopTimer(&q.ackTimer)
+	q.ackHeld = false
 	q.req.needRetry, q.req.waitRNR = false, false
 	q.flushQueues()
 }

@@ -28,9 +28,13 @@ import "github.com/uroce/uroce/bth"
 // pendingAck is an ACK or NAK held back behind READ or atomic responses.
 type pendingAck struct {
 	set bool
-	syn bth.Syndrome
-	psn bth.PSN
-	msn uint32
+	// recv: every request it acknowledges since the last ACK handed
+	// the application a receive completion (holdAck); held: the
+	// ACK is held and its timer armed.
+	recv, held bool
+	syn        bth.Syndrome
+	psn        bth.PSN
+	msn        uint32
 }
 
 // oweResponse queues the response to res from psn (the request's first

@@ -256,6 +256,10 @@ func nextOpcode(op WROpcode, first, last bool) bth.Opcode {
 // sendRequest builds and sends the next packet of w. It reports false
 // when no buffer was free.
 func (e *Engine) sendRequest(q *QP, w *sendWQE) bool {
+	if q.ackHeld {
+		// The held ACK leaves first, in the same transmit (holdAck).
+		e.flushAck(q)
+	}
 	psn := q.req.psn
 	op := w.wr.Opcode
 	var lp *link.Packet

@@ -120,6 +120,7 @@ func (e *Engine) respond(q *QP, p *bth.Packet) {
 	// A READ response in progress does not hold up the next request:
 	// its answer is queued behind it (readresp.go).
 	state := respCheckPSN
+	recvDone := false // a receive WQE completed (ackBurst)
 	for {
 		switch state {
 		case respCheckPSN:
@@ -208,6 +209,7 @@ func (e *Engine) respond(q *QP, p *bth.Packet) {
 					wc, n = WCRecvRDMAWithImm, r.length
 				}
 				q.completeRecv(r.status, wc, n, imm, flags)
+				recvDone = true
 			}
 			state = respAcknowledge
 			if r.status != WCSuccess {
@@ -218,7 +220,7 @@ func (e *Engine) respond(q *QP, p *bth.Packet) {
 			if h.AckReq() {
 				// Under selective repeat the PSNs placed ahead of
 				// this one may have executed with it (sr.go).
-				e.ackBurst(q, r.ackPSN.Add(-1))
+				e.ackBurst(q, r.ackPSN.Add(-1), recvDone)
 			}
 			return
 
@@ -331,7 +333,7 @@ func (e *Engine) respondWrite(q *QP, p *bth.Packet, h bth.BTH, psn bth.PSN, op b
 		r.opcode = opNone
 	}
 	if h.AckReq() {
-		e.ackBurst(q, psn)
+		e.ackBurst(q, psn, false)
 	}
 	return true
 }
@@ -653,16 +655,61 @@ func (r *responder) find(psn bth.PSN, kind resKind) *resource {
 // Every request with AckReq is still answered before Receive returns, as
 // rxe answers each one; the burst sends one ACK where it sent many. An
 // ACK behind owed READ or atomic responses waits in ackOwed as before.
-func (e *Engine) ackBurst(q *QP, psn bth.PSN) {
+//
+// recv says the request handed the application a receive completion: its
+// ACK may then be held for a while (holdAck).
+func (e *Engine) ackBurst(q *QP, psn bth.PSN, recv bool) {
 	r := &q.resp
 	if r.rdRes != nil {
 		e.sendAck(q, bth.ACK(bth.CreditsInvalid), psn)
 		return
 	}
-	if !r.ackDue.set {
+	a := r.ackDue
+	if !a.set || q.ackHeld {
+		// A held ACK is decided on again at this burst's end.
+		q.ackHeld = false
 		e.acks = append(e.acks, q)
 	}
-	r.ackDue = pendingAck{set: true, syn: bth.ACK(bth.CreditsInvalid), psn: psn, msn: r.msn}
+	r.ackDue = pendingAck{set: true, recv: recv && (!a.set || a.recv), held: a.held,
+		syn: bth.ACK(bth.CreditsInvalid), psn: psn, msn: r.msn}
+}
+
+// ackSkip is how many ACKs that could be held a QP sends at once after a
+// held one ran out (holdAck): a QP whose application does not answer
+// holds one ACK in ackSkip+1, not every one.
+const ackSkip = 64
+
+// holdAck decides at a burst's end whether q's due ACK waits for the QP's
+// next request instead of going now (QPConfig.AckDelay), and if so arms
+// its timer once: the delay counts from the first request it covers. It
+// holds only an ACK of requests that each handed the application a
+// receive completion, which the application may answer at once; one of an
+// RDMA WRITE, which the application is not told about, goes now.
+func (e *Engine) holdAck(q *QP) bool {
+	a := &q.resp.ackDue
+	if !a.recv || q.cfg.AckDelay <= 0 {
+		return false
+	}
+	if !a.held {
+		if q.ackSkip > 0 {
+			q.ackSkip--
+			return false
+		}
+		a.held = true
+		e.setTimer(&q.ackTimer, e.now.Add(q.cfg.AckDelay))
+	}
+	q.ackHeld = true
+	return true
+}
+
+// ackTimeout sends a held ACK whose delay ran out: the application did
+// not answer in time, so the next ackSkip are not held.
+func (e *Engine) ackTimeout(q *QP) {
+	q.ackSkip = ackSkip
+	if q.ackHeld && q.state.receives() {
+		e.flushAck(q)
+	}
+	q.ackHeld = false
 }
 
 // flushAck sends the QP's coalesced ACK, if one is due: at the end of the
@@ -671,6 +718,12 @@ func (e *Engine) ackBurst(q *QP, psn bth.PSN) {
 func (e *Engine) flushAck(q *QP) {
 	if a := q.resp.ackDue; a.set {
 		q.resp.ackDue = pendingAck{}
+		if a.held {
+			// It leaves before its delay ran out: a request takes
+			// it, or another answer must follow it in PSN order.
+			q.ackHeld = false
+			e.stopTimer(&q.ackTimer)
+		}
 		if r := &q.resp; q.selective() && q.sr != nil && r.rdRes == nil && r.ackPSN == r.psn && a.syn.Kind() == bth.KindACK {
 			// Selective repeat: the SENDs and WRITEs the burst
 			// executed after the request that asked (gap fillers

@@ -215,7 +215,7 @@ func (e *Engine) srAhead(q *QP, p *bth.Packet, info *bth.OpcodeInfo, psn bth.PSN
 		q.Counters.Dropped++
 		return
 	}
-	e.ackBurst(q, r.psn.Add(-1))
+	e.ackBurst(q, r.psn.Add(-1), false)
 }
 
 // srLossShown reports whether psn, just placed, is the srDupThresh-th PSN
@@ -316,7 +316,7 @@ func (e *Engine) srCatchUp(q *QP) {
 	s.rbase = r.psn
 	if moved {
 		r.ackPSN = r.psn
-		e.ackBurst(q, r.psn.Add(-1))
+		e.ackBurst(q, r.psn.Add(-1), false)
 	}
 }
 

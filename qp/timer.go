@@ -13,6 +13,7 @@ const (
 	timerRNR                      // RNR NAK wait (IBA 9.7.5.2.8)
 	timerCC                       // the congestion control algorithm's timer
 	timerPace                     // the pacer will have tokens for the requester
+	timerAck                      // a held ACK must go (QPConfig.AckDelay)
 )
 
 // timer is one QP timer, embedded in the QP or its ccState. idx is its
