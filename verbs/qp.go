@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/netip"
+	"time"
 
 	"github.com/uroce/uroce/cc"
 	"github.com/uroce/uroce/pkg/link"
@@ -34,6 +35,13 @@ type QPInit struct {
 	// CC selects the QP's congestion control; nil means the device's
 	// default (Device.SetCC).
 	CC *cc.Config
+	// AckDelay, when positive, holds the ACK of a received SEND or RDMA
+	// WRITE with immediate for up to that long, so that it leaves with
+	// the QP's next request (the application's answer) in one transmit
+	// and the peer wakes once for both: for request-and-reply traffic
+	// such as rsockets. Zero, the default, acknowledges at once, as rxe
+	// does. See qp.QPConfig.AckDelay.
+	AckDelay time.Duration
 }
 
 // QueuePair is a queue pair (ibv_qp): reliable-connected, unreliable
@@ -66,7 +74,7 @@ func (pd *PD) CreateQP(init *QPInit) (*QueuePair, error) {
 			Type: init.Type, PD: pd.id, SendCQ: init.SendCQ.c, RecvCQ: init.RecvCQ.c,
 			MaxSendWR: init.Cap.MaxSendWR, MaxRecvWR: init.Cap.MaxRecvWR,
 			MaxSendSGE: init.Cap.MaxSendSGE, MaxRecvSGE: init.Cap.MaxRecvSGE,
-			MaxInline: init.Cap.MaxInline, SignalAll: init.SignalAll, CC: init.CC,
+			MaxInline: init.Cap.MaxInline, SignalAll: init.SignalAll, CC: init.CC, AckDelay: init.AckDelay,
 		})
 		return err
 	})
