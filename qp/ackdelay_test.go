@@ -173,3 +173,48 @@ func TestAckDelayError(t *testing.T) {
 		t.Fatal("b in ERR still has a timer armed")
 	}
 }
+
+// TestAckDelayLateAnswer: after a held ACK ran out, a QP that then sends
+// a request (its application answers, late) holds the next ACK again
+// instead of sending ackSkip of them at once.
+func TestAckDelayLateAnswer(t *testing.T) {
+	const delay = 20 * time.Microsecond
+	p := newPair(t, pairConfig{mtu: 1024, retry: 7, rnrRetry: 7, ackDelay: delay})
+	for i := 0; i < 2; i++ {
+		if err := p.b.qp.PostRecv(&RecvWR{ID: 1, SGL: []SGE{p.b.sge(0, 64)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.a.qp.PostRecv(&RecvWR{ID: 1, SGL: []SGE{p.a.sge(0, 64)}}); err != nil {
+		t.Fatal(err)
+	}
+	send := SendWR{ID: 7, Opcode: WRSend, Flags: FlagSignaled, SGL: []SGE{p.a.sge(128, 32)}}
+	if err := p.a.qp.PostSend(p.now, &send); err != nil {
+		t.Fatal(err)
+	}
+	p.a.e.Process(p.now)
+	p.deliver(p.b)
+	p.now = p.now.Add(delay)
+	p.b.e.Process(p.now) // the held ACK runs out and goes alone
+	if got := p.b.l.Stats().TxPackets; got != 1 || p.b.qp.ackSkip == 0 {
+		t.Fatalf("b sent %d packets, skip %d, when the delay ran out; want the ACK and a skip", got, p.b.qp.ackSkip)
+	}
+	p.deliver(p.a)
+	// The late answer.
+	reply := SendWR{ID: 8, Opcode: WRSend, Flags: FlagSignaled, SGL: []SGE{p.b.sge(512, 16)}}
+	if err := p.b.qp.PostSend(p.now, &reply); err != nil {
+		t.Fatal(err)
+	}
+	p.b.e.Process(p.now)
+	p.deliver(p.a)
+	p.a.e.Process(p.now)
+	// a's next SEND: b holds its ACK again.
+	if err := p.a.qp.PostSend(p.now, &send); err != nil {
+		t.Fatal(err)
+	}
+	p.a.e.Process(p.now)
+	p.deliver(p.b)
+	if !p.b.qp.ackHeld {
+		t.Fatal("b, which answered after its held ACK ran out, does not hold the next one")
+	}
+}

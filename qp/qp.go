@@ -246,11 +246,14 @@ type QP struct {
 	srq      *SRQ
 	srqWQE   recvWQE // the WQE taken from the SRQ, in progress
 	// ackTimer bounds how long an ACK is held (QPConfig.AckDelay);
-	// ackSkip counts the ACKs still to send at once after one ran out.
-	ackTimer timer
-	ackSkip  uint8
-	attr     qpAttr
-	cfg      qpConfig
+	// ackSkip counts the ACKs still to send at once after one ran out,
+	// unless the QP sends a request first: ackSkipPSN is its send PSN
+	// when the ACK ran out.
+	ackTimer   timer
+	ackSkip    uint8
+	ackSkipPSN bth.PSN
+	attr       qpAttr
+	cfg        qpConfig
 }
 
 // qpAttr is what the QP keeps of its Attr beyond the fields in its first

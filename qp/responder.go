@@ -676,7 +676,8 @@ func (e *Engine) ackBurst(q *QP, psn bth.PSN, recv bool) {
 
 // ackSkip is how many ACKs that could be held a QP sends at once after a
 // held one ran out (holdAck): a QP whose application does not answer
-// holds one ACK in ackSkip+1, not every one.
+// holds one ACK in ackSkip+1, not every one. A QP that sends a request
+// meanwhile answers, if late, and holds again.
 const ackSkip = 64
 
 // holdAck decides at a burst's end whether q's due ACK waits for the QP's
@@ -692,8 +693,11 @@ func (e *Engine) holdAck(q *QP) bool {
 	}
 	if !a.held {
 		if q.ackSkip > 0 {
-			q.ackSkip--
-			return false
+			if q.req.psn == q.ackSkipPSN {
+				q.ackSkip--
+				return false
+			}
+			q.ackSkip = 0
 		}
 		a.held = true
 		e.setTimer(&q.ackTimer, e.now.Add(q.cfg.AckDelay))
@@ -703,9 +707,10 @@ func (e *Engine) holdAck(q *QP) bool {
 }
 
 // ackTimeout sends a held ACK whose delay ran out: the application did
-// not answer in time, so the next ackSkip are not held.
+// not answer in time, so the next ackSkip are not held unless the QP
+// sends a request before them.
 func (e *Engine) ackTimeout(q *QP) {
-	q.ackSkip = ackSkip
+	q.ackSkip, q.ackSkipPSN = ackSkip, q.req.psn
 	if q.ackHeld && q.state.receives() {
 		e.flushAck(q)
 	}
