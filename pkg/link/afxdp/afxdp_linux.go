@@ -249,7 +249,6 @@ func Open(cfg Config) (_ *Link, err error) {
 	if l.w, err = waiter.New(fds...); err != nil {
 		return nil, err
 	}
-	l.w.SetProbe(l.ready)
 	return l, nil
 }
 
