@@ -77,7 +77,7 @@ func TestAckDelay(t *testing.T) {
 				if p.a.scq.Len() != 1 || p.a.rcq.Len() != 1 {
 					t.Fatalf("a has %d send and %d receive completions, want 1 and 1", p.a.scq.Len(), p.a.rcq.Len())
 				}
-				if p.b.qp.ackHeld || p.b.qp.ackTimer.idx >= 0 {
+				if p.b.qp.ack&ackHeld != 0 || p.b.qp.ackTimer.idx >= 0 {
 					t.Fatal("b still holds an ACK or its timer after the answer took it")
 				}
 				return
@@ -157,7 +157,7 @@ func TestAckDelayError(t *testing.T) {
 	}
 	p.a.e.Process(p.now)
 	p.deliver(p.b)
-	if !p.b.qp.ackHeld {
+	if p.b.qp.ack&ackHeld == 0 {
 		t.Fatal("b does not hold the SEND's ACK")
 	}
 	if err := p.b.qp.Modify(&Attr{State: StateErr}, AttrState); err != nil {
@@ -214,7 +214,7 @@ func TestAckDelayLateAnswer(t *testing.T) {
 	}
 	p.a.e.Process(p.now)
 	p.deliver(p.b)
-	if !p.b.qp.ackHeld {
+	if p.b.qp.ack&ackHeld == 0 {
 		t.Fatal("b, which answered after its held ACK ran out, does not hold the next one")
 	}
 }

@@ -194,6 +194,9 @@ func (e *Engine) CreateQP(cfg QPConfig) (*QP, error) {
 	q.retrans = timer{idx: -1, qp: q, kind: timerRetrans}
 	q.rnr = timer{idx: -1, qp: q, kind: timerRNR}
 	q.ackTimer = timer{idx: -1, qp: q, kind: timerAck}
+	if cfg.AckDelay > 0 {
+		q.ack = ackDelays
+	}
 	ss := ringSize(cfg.MaxSendWR)
 	q.sq = sendQueue{wqes: make([]sendWQE, ss), mask: uint32(ss - 1), size: uint32(cfg.MaxSendWR), maxSGE: uint32(cfg.MaxSendSGE)}
 	for i := range q.sq.wqes {

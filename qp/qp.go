@@ -38,8 +38,9 @@ type QPConfig struct {
 	// ACK cover many requests and leaves when to send it to the
 	// responder, within the requester's local ACK timeout, which must
 	// stay far above AckDelay. A held ACK whose delay runs out goes out
-	// alone, and the QP then acknowledges the next ackSkip such requests
-	// at once. Other requests are acknowledged at once.
+	// alone, and the QP then acknowledges the next 64 such requests at
+	// once, unless it sends a request first (a late answer). Other
+	// requests are acknowledged at once.
 	AckDelay time.Duration
 }
 
@@ -196,10 +197,10 @@ type QP struct {
 	typ          QPType
 	tclass       uint8
 	retransFlags RetransFlags
-	// ackHeld: the responder holds an ACK (QPConfig.AckDelay) that the
-	// QP's next request takes out with it; here, where the requester
-	// looks anyway.
-	ackHeld  bool
+	// ack says whether the QP may hold ACKs (QPConfig.AckDelay) and
+	// whether it holds one, which the QP's next request takes out with
+	// it: here, where the requester and the responder look anyway.
+	ack      ackFlags
 	destQPN  uint32
 	pd       uint32 // QPConfig.PD
 	access   Access
@@ -533,7 +534,8 @@ func (q *QP) reset() {
 	q.rto = rtoState{}
 	q.e.stopTimer(&q.rnr)
 	q.e.stopTimer(&q.ackTimer)
-	q.ackHeld, q.ackSkip = false, 0
+	q.ack &^= ackHeld
+	q.ackSkip = 0
 	// A reset QP starts its congestion control afresh, as a new one
 	// would; the configuration it was given cannot fail twice.
 	cfg := q.cc.cfg
@@ -591,7 +593,7 @@ func (q *QP) toError() {
 	q.e.stopTimer(&q.rnr)
 	// A QP in ERR sends no held ACK.
 	q.e.stopTimer(&q.ackTimer)
-	q.ackHeld = false
+	q.ack &^= ackHeld
 	q.req.needRetry, q.req.waitRNR = false, false
 	q.flushQueues()
 }

@@ -256,7 +256,7 @@ func nextOpcode(op WROpcode, first, last bool) bth.Opcode {
 // sendRequest builds and sends the next packet of w. It reports false
 // when no buffer was free.
 func (e *Engine) sendRequest(q *QP, w *sendWQE) bool {
-	if q.ackHeld {
+	if q.ack&ackHeld != 0 {
 		// The held ACK leaves first, in the same transmit (holdAck).
 		e.flushAck(q)
 	}

@@ -665,9 +665,9 @@ func (e *Engine) ackBurst(q *QP, psn bth.PSN, recv bool) {
 		return
 	}
 	a := r.ackDue
-	if !a.set || q.ackHeld {
+	if !a.set || q.ack&ackHeld != 0 {
 		// A held ACK is decided on again at this burst's end.
-		q.ackHeld = false
+		q.ack &^= ackHeld
 		e.acks = append(e.acks, q)
 	}
 	r.ackDue = pendingAck{set: true, recv: recv && (!a.set || a.recv), held: a.held,
@@ -680,6 +680,14 @@ func (e *Engine) ackBurst(q *QP, psn bth.PSN, recv bool) {
 // meanwhile answers, if late, and holds again.
 const ackSkip = 64
 
+// ackFlags are a QP's ACK-holding bits, in its first line.
+type ackFlags uint8
+
+const (
+	ackDelays ackFlags = 1 << iota // QPConfig.AckDelay is positive
+	ackHeld                        // an ACK is held (holdAck)
+)
+
 // holdAck decides at a burst's end whether q's due ACK waits for the QP's
 // next request instead of going now (QPConfig.AckDelay), and if so arms
 // its timer once: the delay counts from the first request it covers. It
@@ -688,7 +696,7 @@ const ackSkip = 64
 // RDMA WRITE, which the application is not told about, goes now.
 func (e *Engine) holdAck(q *QP) bool {
 	a := &q.resp.ackDue
-	if !a.recv || q.cfg.AckDelay <= 0 {
+	if !a.recv || q.ack&ackDelays == 0 {
 		return false
 	}
 	if !a.held {
@@ -702,7 +710,7 @@ func (e *Engine) holdAck(q *QP) bool {
 		a.held = true
 		e.setTimer(&q.ackTimer, e.now.Add(q.cfg.AckDelay))
 	}
-	q.ackHeld = true
+	q.ack |= ackHeld
 	return true
 }
 
@@ -711,10 +719,11 @@ func (e *Engine) holdAck(q *QP) bool {
 // sends a request before them.
 func (e *Engine) ackTimeout(q *QP) {
 	q.ackSkip, q.ackSkipPSN = ackSkip, q.req.psn
-	if q.ackHeld && q.state.receives() {
+	q.ack &^= ackHeld
+	q.resp.ackDue.held = false // its timer is the one that fired
+	if q.resp.ackDue.set && q.state.receives() {
 		e.flushAck(q)
 	}
-	q.ackHeld = false
 }
 
 // flushAck sends the QP's coalesced ACK, if one is due: at the end of the
@@ -726,7 +735,7 @@ func (e *Engine) flushAck(q *QP) {
 		if a.held {
 			// It leaves before its delay ran out: a request takes
 			// it, or another answer must follow it in PSN order.
-			q.ackHeld = false
+			q.ack &^= ackHeld
 			e.stopTimer(&q.ackTimer)
 		}
 		if r := &q.resp; q.selective() && q.sr != nil && r.rdRes == nil && r.ackPSN == r.psn && a.syn.Kind() == bth.KindACK {
