@@ -249,6 +249,7 @@ func Open(cfg Config) (_ *Link, err error) {
 	if l.w, err = waiter.New(fds...); err != nil {
 		return nil, err
 	}
+	l.w.SetProbe(l.ready)
 	return l, nil
 }
 

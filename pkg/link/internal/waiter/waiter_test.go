@@ -351,3 +351,37 @@ func TestIdleOwnerLeavesEpoll(t *testing.T) {
 		t.Fatal("Wait did not see the readable descriptor")
 	}
 }
+
+// TestProbe: a Wait in the runtime's poller asks the probe, not the epoll
+// instance, before it parks (input the probe sees ends it at once, input
+// the descriptors show but the probe does not is left to the poller), and
+// a descriptor that becomes readable while it is parked still ends it.
+func TestProbe(t *testing.T) {
+	w, p := newT(t)
+	defer w.Close(w.Free)
+	var waiting atomic.Bool
+	w.SetProbe(func() bool { return waiting.Load() })
+	const long = 5 * time.Second
+	waiting.Store(true)
+	w.Enter()
+	start := time.Now()
+	if closed, err := w.Wait(long); closed || err != nil || time.Since(start) > long/2 {
+		t.Fatalf("Wait with the probe saying yes: %v %v after %v", closed, err, time.Since(start))
+	}
+	waiting.Store(false)
+	// Nothing waiting: the Wait times out, having parked.
+	start = time.Now()
+	if closed, err := w.Wait(20 * time.Millisecond); closed || err != nil || time.Since(start) < 20*time.Millisecond {
+		t.Fatalf("idle Wait: %v %v after %v", closed, err, time.Since(start))
+	}
+	// A byte written while the Wait is parked ends it.
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		unix.Write(p[1], []byte{1})
+	}()
+	start = time.Now()
+	if closed, err := w.Wait(long); closed || err != nil || time.Since(start) > long/2 {
+		t.Fatalf("Wait for a write: %v %v after %v", closed, err, time.Since(start))
+	}
+	w.Exit()
+}
