@@ -22,6 +22,9 @@ import (
 var (
 	benchWait = flag.String("afxdp.wait", "busy", "AF_XDP wait mode of BenchmarkVeth: busy, hybrid or poll")
 	benchOnly = flag.String("transport", "", "BenchmarkVeth: run only this transport (tcp, udp or afxdp)")
+	// RoCE fabrics usually run jumbo frames: at 9000 the IB MTU is 4096
+	// and a 64 KiB message is 16 packets, not 64 of 1024 bytes.
+	benchMTU = flag.Int("veth.mtu", 1500, "BenchmarkVeth: the veth pair's MTU")
 )
 
 // Sizes of BenchmarkVeth's messages: gRPC's unary echo and the raw
@@ -50,6 +53,8 @@ var benchSizes = []int{64, 4 << 10, 64 << 10}
 // without it, it skips.
 //
 //	go test -run XXX -bench Veth -benchtime 5000x -count 3 .
+//
+// -veth.mtu sets the pair's MTU (1500 by default, so IB MTU 1024).
 func BenchmarkVeth(b *testing.B) {
 	netns.RequireRoot(b)
 	wait, ok := map[string]afxdp.WaitMode{"busy": afxdp.WaitBusyPoll, "hybrid": afxdp.WaitHybrid, "poll": afxdp.WaitPoll}[*benchWait]
@@ -62,6 +67,10 @@ func BenchmarkVeth(b *testing.B) {
 		B:               []netip.Prefix{netip.PrefixFrom(srvAddr, 24)},
 		StaticNeighbors: true,
 	})
+	if *benchMTU != 1500 {
+		p.A.SetMTU(b, *benchMTU)
+		p.B.SetMTU(b, *benchMTU)
+	}
 	nc, ns := p.A.NS, p.B.NS
 	xsk := func(v netns.Veth, addr netip.Addr) func() (*verbs.Device, error) {
 		return func() (*verbs.Device, error) {
