@@ -67,10 +67,8 @@ func BenchmarkVeth(b *testing.B) {
 		B:               []netip.Prefix{netip.PrefixFrom(srvAddr, 24)},
 		StaticNeighbors: true,
 	})
-	if *benchMTU != 1500 {
-		p.A.SetMTU(b, *benchMTU)
-		p.B.SetMTU(b, *benchMTU)
-	}
+	p.A.SetMTU(b, *benchMTU)
+	p.B.SetMTU(b, *benchMTU)
 	nc, ns := p.A.NS, p.B.NS
 	xsk := func(v netns.Veth, addr netip.Addr) func() (*verbs.Device, error) {
 		return func() (*verbs.Device, error) {
