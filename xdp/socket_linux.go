@@ -491,9 +491,8 @@ func (s *Socket) Close() error {
 // pages every packet's first read is a TLB miss and a page walk: on the
 // 2026-12-03 KVM guest the first load of a received frame's EtherType
 // took 90 % of the link's parse (docs/performance.md has what it was
-// worth end to end). The advice has to come before the
-// pages are populated, so MADV_POPULATE_WRITE follows it in place of
-// MAP_POPULATE. Both are best effort: with huge pages off the UMEM is
+// worth end to end). The advice has to come before the pages are
+// populated, so MADV_POPULATE_WRITE follows it in place of MAP_POPULATE. Both are best effort: with huge pages off the UMEM is
 // small pages, and a kernel before 5.14 faults it in when registration
 // pins it.
 func mapUMEM(n int) ([]byte, error) {
