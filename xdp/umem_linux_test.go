@@ -32,7 +32,7 @@ func TestUMEMOnHugePages(t *testing.T) {
 	if len(m) != n {
 		t.Fatalf("mapped %d bytes, want %d", len(m), n)
 	}
-	m[0], m[n-1] = 1, 2 // writable, and populated: no fault here
+	m[0], m[n-1] = 1, 2 // writable end to end
 	eligible, huge := vma(t, uintptr(unsafe.Pointer(&m[0])))
 	if eligible != "1" {
 		t.Errorf("THPeligible %q for the UMEM's mapping, want 1 (THP mode %s)", eligible, strings.TrimSpace(string(mode)))

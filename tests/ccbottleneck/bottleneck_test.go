@@ -176,8 +176,9 @@ func build(t *testing.T, be backend) *dumbbell {
 	// CPUs, three flows split two and one. Each flow got as many CE
 	// marks as the others, but the lone flow's fell in more of DCQCN's
 	// α periods (the pair's, forwarded in the same backlog, probably
-	// came in clusters), so it kept the higher α and the lower rate (α 131–143 against 81–92, 43–47 Mb/s against 72–80 in two
-	// afxdp runs pinned 1,1,2; Jain 0.944 in one), the pattern of a CI
+	// came in clusters), so it kept the higher α and the lower rate
+	// (α 131–143 against 81–92, 43–47 Mb/s against 72–80 in two afxdp
+	// runs pinned 1,1,2; Jain 0.944 in one), the pattern of a CI
 	// failure. Pinned to one CPU, the flows' α and rates stayed even.
 	for _, v := range db.veths {
 		cpus := 3
