@@ -8,11 +8,13 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/uroce/uroce/internal/netns"
+	"github.com/uroce/uroce/internal/rawbench"
 	"github.com/uroce/uroce/pkg/link/afxdp"
 	"github.com/uroce/uroce/pkg/link/udp"
 	"github.com/uroce/uroce/pkg/rsocket"
@@ -43,6 +45,10 @@ var benchSizes = []int{64, 4 << 10, 64 << 10}
 //
 //	grpc    a unary echo call (the example's service and codec)
 //	stream  a Write and a full Read of the echo on the net.Conn
+//
+// The afxdp rows come after their floors on the same veth pair: bare
+// AF_XDP frames, and an RC ping-pong's packets, with no stack around them
+// (benchFloors). What the afxdp rows take above those is uroce's.
 //
 // Each row reports the round trip's p50, p99 and p99.9 and the process's
 // CPU time (user and system, from getrusage) per 1 000 round trips; both
@@ -100,6 +106,9 @@ func BenchmarkVeth(b *testing.B) {
 			continue
 		}
 		b.Run(tr.name, func(b *testing.B) {
+			if tr.name == "afxdp" {
+				benchFloors(b, p, cliAddr, srvAddr)
+			}
 			var e ends
 			if tr.cli == nil {
 				e = tcpEnds(nc, ns, srvAddr)
@@ -225,6 +234,65 @@ func benchEnds(b *testing.B, e ends) {
 				_, err := io.ReadFull(client, buf)
 				return err
 			})
+		})
+	}
+}
+
+// benchFloors runs the afxdp rows' floors, both ends asleep in the
+// runtime's poller between frames as started afxdp devices are with
+// -afxdp.wait poll (busy-polled otherwise: rawbench.Config.Poller):
+//
+//	floor     a bare AF_XDP frame with a 64-byte payload each way, moved
+//	          as a descriptor: what the wire alone costs
+//	rc-floor  an RC ping-pong's packets (a WRITE of the size in IB-MTU
+//	          packets and an ACK each way, the ACK held for the next
+//	          WRITE's transmit as a stream's QP holds it), each
+//	          ICRC-computed when sent and verified when received
+//	          (rawbench.XDPRC): what an RC stream cannot avoid on these
+//	          sockets
+func benchFloors(b *testing.B, p *netns.Pair, a, z netip.Addr) {
+	poll := *benchWait == "poll"
+	b.Run("floor/64B", func(b *testing.B) {
+		frame, err := rawbench.Frame(p.A, p.B, a, z, 64)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ra, rb, err := rawbench.OpenXDPPair(rawbench.Config{Poller: poll}, p.A, p.B)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer ra.Close()
+		defer rb.Close()
+		if err := ra.SetFrame(frame); err != nil {
+			b.Fatal(err)
+		}
+		var stop atomic.Bool
+		echoed := make(chan error, 1)
+		go func() {
+			_, err := rb.Echo(&stop)
+			echoed <- err
+		}()
+		one := make([]time.Duration, 1)
+		measure(b, func() error { return ra.PingPong(one) })
+		stop.Store(true)
+		if err := <-echoed; err != nil {
+			b.Fatal(err)
+		}
+	})
+	// The IB MTU the devices choose (verbs.Device.MaxPathMTU): 1024
+	// over a 1500-byte veth, 4096 over 9000.
+	pmtu := 1024
+	if *benchMTU >= 4096+128 {
+		pmtu = 4096
+	}
+	for _, size := range benchSizes {
+		b.Run("rc-floor/"+byteSize(size), func(b *testing.B) {
+			r, err := rawbench.XDPRC(rawbench.Config{Iters: b.N, Poller: poll, HoldACK: true}, p.A, p.B, a, z, size, pmtu)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(r.P50)/float64(time.Microsecond), "p50-µs")
+			b.ReportMetric(float64(r.P99)/float64(time.Microsecond), "p99-µs")
 		})
 	}
 }

@@ -22,6 +22,16 @@ type Config struct {
 	Blast time.Duration
 	// Log, when set, receives the kernel's drop counters after each blast.
 	Log io.Writer
+	// Poller makes the AF_XDP ends sleep in the Go runtime's poller
+	// between frames, as a started afxdp device with WaitPoll does,
+	// instead of busy polling: the floor of a service that sleeps
+	// between messages rather than spending a core on each end.
+	Poller bool
+	// HoldACK makes each end of the RC-shaped floor (XDPRC) hold the ACK
+	// of the peer's message until its own next message and send both in
+	// one transmit, as a QP with verbs.QPInit.AckDelay does (a stream's),
+	// instead of acknowledging at once as rxe does (perftest's write_lat).
+	HoldACK bool
 }
 
 func (c Config) warm() int {

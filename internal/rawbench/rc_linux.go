@@ -27,6 +27,7 @@ type rcEnd struct {
 	dec        bth.Frame
 	done       bool // a whole message arrived since the last reset
 	acked      bool // the peer acknowledged our last message
+	hold       bool // an ACK waits for the next message's transmit (Config.HoldACK)
 	err        error
 	handle     func([]byte)
 }
@@ -73,7 +74,8 @@ func (e *rcEnd) sendMessage() error {
 }
 
 // sendAck acknowledges the peer's last message (its last PSN, the next
-// MSN: IBA 9.7.5.1.3).
+// MSN: IBA 9.7.5.1.3), at once unless the end holds it for its own next
+// message, whose transmit takes it along.
 func (e *rcEnd) sendAck() error {
 	i := len(e.msg)
 	e.msn = (e.msn + 1) & 0xffffff
@@ -82,6 +84,9 @@ func (e *rcEnd) sendAck() error {
 	}
 	if !e.r.QueueSpan(i, e.ack) {
 		return afxdp.ErrTxFull
+	}
+	if e.hold {
+		return nil
 	}
 	return e.r.Flush()
 }
@@ -169,14 +174,15 @@ func (e *rcEnd) pingPong(rtt []time.Duration) error {
 // re-stamped with its PSN (and MSN) and given a fresh ICRC before it is
 // sent, and decoded with its ICRC and PSN checked when it arrives. It is
 // what an RC transport cannot avoid on the same sockets; XDP, which moves
-// one frame each way untouched, is what the wire alone costs. Only the
-// ping-pong is measured (Config.Blast is ignored).
+// one frame each way untouched, is what the wire alone costs. With
+// cfg.HoldACK each ACK leaves with its end's next WRITE, one transmit a
+// hop. Only the ping-pong is measured (Config.Blast is ignored).
 func XDPRC(cfg Config, va, vb netns.Veth, a, b netip.Addr, size, pmtu int) (Result, error) {
 	var r Result
 	if cfg.Iters <= 0 {
 		return r, nil
 	}
-	ra, rb, err := openRawPair(va, vb)
+	ra, rb, err := OpenXDPPair(cfg, va, vb)
 	if err != nil {
 		return r, err
 	}
@@ -191,6 +197,7 @@ func XDPRC(cfg Config, va, vb netns.Veth, a, b netip.Addr, size, pmtu int) (Resu
 	if err != nil {
 		return r, err
 	}
+	ea.hold, eb.hold = cfg.HoldACK, cfg.HoldACK
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	var echoErr error

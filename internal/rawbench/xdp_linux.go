@@ -36,12 +36,13 @@ func Frame(va, vb netns.Veth, a, b netip.Addr, size int) ([]byte, error) {
 	return f, nil
 }
 
-// openRaw opens a bare AF_XDP socket on v. A queue that the previous
-// round's socket still holds is waited for by package xdp's bind.
-func openRaw(v netns.Veth) (*afxdp.Raw, error) {
+// openRaw opens a bare AF_XDP socket on v, busy-polled unless poller. A
+// queue that the previous round's socket still holds is waited for by
+// package xdp's bind.
+func openRaw(v netns.Veth, poller bool) (*afxdp.Raw, error) {
 	var r *afxdp.Raw
 	err := v.NS.Do(func() (err error) {
-		r, err = afxdp.OpenRaw(afxdp.RawConfig{Interface: v.Name, BusyPoll: true})
+		r, err = afxdp.OpenRaw(afxdp.RawConfig{Interface: v.Name, BusyPoll: !poller, Poller: poller})
 		return err
 	})
 	if err != nil {
@@ -50,13 +51,13 @@ func openRaw(v netns.Veth) (*afxdp.Raw, error) {
 	return r, nil
 }
 
-// openRawPair opens bare AF_XDP sockets on both ends; closing them is
-// the caller's.
-func openRawPair(va, vb netns.Veth) (ra, rb *afxdp.Raw, err error) {
-	if ra, err = openRaw(va); err != nil {
+// OpenXDPPair opens the floor's bare AF_XDP sockets on both ends, waiting
+// as cfg.Poller says; closing them is the caller's.
+func OpenXDPPair(cfg Config, va, vb netns.Veth) (ra, rb *afxdp.Raw, err error) {
+	if ra, err = openRaw(va, cfg.Poller); err != nil {
 		return nil, nil, err
 	}
-	if rb, err = openRaw(vb); err != nil {
+	if rb, err = openRaw(vb, cfg.Poller); err != nil {
 		ra.Close()
 		return nil, nil, err
 	}
@@ -65,8 +66,8 @@ func openRawPair(va, vb netns.Veth) (ra, rb *afxdp.Raw, err error) {
 
 // XDP measures the AF_XDP floor, the afxdp link's: bare AF_XDP sockets on
 // both ends, the same XDP program, spinning on the rings (with busy-poll
-// recvfrom) as the link spins in Wait, and no per-packet work but moving
-// descriptors. B echoes frames back unchanged for the ping-pong and counts
+// recvfrom) as the link spins in Wait, or with cfg.Poller asleep in the
+// runtime's poller, and no per-packet work but moving descriptors. B echoes frames back unchanged for the ping-pong and counts
 // them for the blast.
 func XDP(cfg Config, va, vb netns.Veth, a, b netip.Addr, size int) (Result, error) {
 	frame, err := Frame(va, vb, a, b, size)
@@ -81,7 +82,7 @@ func XDP(cfg Config, va, vb netns.Veth, a, b netip.Addr, size int) (Result, erro
 // of uroce's).
 func XDPFrame(cfg Config, va, vb netns.Veth, frame []byte) (Result, error) {
 	var r Result
-	ra, rb, err := openRawPair(va, vb)
+	ra, rb, err := OpenXDPPair(cfg, va, vb)
 	if err != nil {
 		return r, err
 	}

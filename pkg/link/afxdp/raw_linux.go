@@ -8,6 +8,7 @@ import (
 
 	"github.com/uroce/uroce/bpf"
 	"github.com/uroce/uroce/bth"
+	"github.com/uroce/uroce/pkg/link/internal/waiter"
 	"github.com/uroce/uroce/xdp"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -19,14 +20,16 @@ import (
 // with no headers, ICRC, buffer bookkeeping or Link API per packet. What
 // a Link costs on top of AF_XDP is the difference between the two.
 type Raw struct {
-	sock      *xdp.Socket
-	prog      *bpf.Program
-	fs        int
-	spanBase  int
-	spanSize  int
-	spans     int
-	frameLen  int
-	busy      bool
+	sock     *xdp.Socket
+	prog     *bpf.Program
+	fs       int
+	spanBase int
+	spanSize int
+	spans    int
+	frameLen int
+	busy     bool
+	// w, when set (RawConfig.Poller), is what waits sleep in.
+	w         *waiter.Waiter
 	rx        [rxBatch]xdp.Desc
 	tx        []xdp.Desc
 	comp      [compBatch]uint64
@@ -42,8 +45,13 @@ type RawConfig struct {
 	// Interface is the interface, in the calling thread's namespace.
 	Interface string
 	// BusyPoll enables SO_BUSY_POLL (20µs) and spinning waits; otherwise
-	// waits sleep in poll(2).
+	// waits sleep in poll(2), or with Poller in the Go runtime's poller.
 	BusyPoll bool
+	// Poller makes a sleeping wait park its goroutine in the runtime's
+	// poller, as a Link with WaitPoll does, instead of blocking its
+	// thread in poll(2): the floor of a Go service that sleeps between
+	// messages.
+	Poller bool
 	// RingSize is each ring's size (default 2048).
 	RingSize int
 	// BindMode is copy, zero-copy or auto.
@@ -91,6 +99,12 @@ func OpenRaw(cfg RawConfig) (_ *Raw, err error) {
 	}
 	if err = r.prog.Register(0, r.sock.FD()); err != nil {
 		return nil, err
+	}
+	if cfg.Poller && !cfg.BusyPoll {
+		if r.w, err = waiter.New(r.sock.FD()); err != nil {
+			return nil, err
+		}
+		r.w.SetProbe(func() bool { return r.sock.RX.Ready() > 0 })
 	}
 	r.tx = make([]xdp.Desc, 0, cfg.RingSize)
 	r.fill = make([]uint64, 0, cfg.RingSize)
@@ -203,6 +217,14 @@ func (r *Raw) wait(stop *atomic.Bool, deadline time.Time) bool {
 			r.sock.WakeRX()
 			continue
 		}
+		if r.w != nil {
+			if !r.w.Enter() {
+				return false
+			}
+			r.w.Wait(10 * time.Millisecond)
+			r.w.Exit()
+			continue
+		}
 		r.sock.Poll(10 * time.Millisecond)
 	}
 	return true
@@ -297,6 +319,10 @@ func (r *Raw) Close() error {
 	if r.prog != nil {
 		errs = append(errs, r.prog.Close())
 		r.prog = nil
+	}
+	if r.w != nil {
+		r.w.Close(r.w.Free)
+		r.w = nil
 	}
 	if r.sock != nil {
 		errs = append(errs, r.sock.Close())
