@@ -37,7 +37,7 @@ type Device struct {
 
 	owner    atomic.Uint32 // 1 while a goroutine owns the engine and link
 	sub      *ring[uint32] // requests handed to the owner
-	free     *ring[uint32] // request slots not in use
+	free     *slotStack    // request slots not in use
 	reqs     []request
 	waiters  atomic.Int32  // inline Waits blocked until the engine is free
 	sleeping atomic.Bool   // the owner is (about to be) asleep in the link

@@ -68,12 +68,11 @@ const (
 
 func (d *Device) initOwner() {
 	d.reqs = make([]request, numRequests)
-	d.free = newRing[uint32](numRequests)
+	d.free = newSlotStack(numRequests)
 	d.sub = newRing[uint32](numRequests)
-	for i := range d.reqs {
+	for i := len(d.reqs) - 1; i >= 0; i-- {
 		d.reqs[i].done = make(chan struct{}, 1)
-		idx := uint32(i)
-		d.free.push(&idx)
+		d.free.push(uint32(i))
 	}
 	d.released = make(chan struct{}, 1)
 	d.done = make(chan struct{})
@@ -240,7 +239,7 @@ func (d *Device) handOver(i uint32) error {
 func (d *Device) finish(i uint32, r *request) error {
 	err := r.err
 	r.q, r.srq, r.fn, r.err = nil, nil, nil, nil
-	d.free.push(&i)
+	d.free.push(i)
 	return err
 }
 
