@@ -67,8 +67,9 @@ func OpenXDPPair(cfg Config, va, vb netns.Veth) (ra, rb *afxdp.Raw, err error) {
 // XDP measures the AF_XDP floor, the afxdp link's: bare AF_XDP sockets on
 // both ends, the same XDP program, spinning on the rings (with busy-poll
 // recvfrom) as the link spins in Wait, or with cfg.Poller asleep in the
-// runtime's poller, and no per-packet work but moving descriptors. B echoes frames back unchanged for the ping-pong and counts
-// them for the blast.
+// runtime's poller, and no per-packet work but moving descriptors. B
+// echoes frames back unchanged for the ping-pong and counts them for the
+// blast.
 func XDP(cfg Config, va, vb netns.Veth, a, b netip.Addr, size int) (Result, error) {
 	frame, err := Frame(va, vb, a, b, size)
 	if err != nil {
