@@ -213,8 +213,13 @@ func (d *Device) GID(i int) (netip.Addr, error) {
 func (d *Device) Addr() netip.Addr { return d.l.Info().Addr.Unmap() }
 
 // MaxPathMTU returns the largest path MTU the link carries.
-func (d *Device) MaxPathMTU() int {
-	room := d.l.Info().MaxRoCE() - maxReqHeaders
+func (d *Device) MaxPathMTU() int { return PathMTU(d.l.Info()) }
+
+// PathMTU returns the largest IB path MTU whose requests (BTH, RETH and
+// ImmDt, the payload and the ICRC) fit a link described by info (its MTU
+// and address family), or 0 if not even 256 bytes do.
+func PathMTU(info link.Info) int {
+	room := info.MaxRoCE() - maxReqHeaders
 	for _, m := range []int{4096, 2048, 1024, 512, 256} {
 		if m <= room {
 			return m

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/uroce/uroce/internal/netns"
+	"github.com/uroce/uroce/pkg/link"
 	"github.com/uroce/uroce/pkg/link/afpacket"
 	"github.com/uroce/uroce/pkg/link/pipe"
 	"github.com/uroce/uroce/pkg/link/udp"
@@ -327,5 +328,30 @@ func TestPortDownKeepsQPs(t *testing.T) {
 	}
 	if c := da.Counters(); c.LinkDowned != uint64(len(tests)) {
 		t.Fatalf("LinkDowned %d, want %d", c.LinkDowned, len(tests))
+	}
+}
+
+// TestPathMTU checks the largest IB MTU whose requests (with RETH, ImmDt
+// and the ICRC) fit a link: IPv4 or IPv6 headers, at and around the
+// boundaries.
+func TestPathMTU(t *testing.T) {
+	v4, v6 := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("fd00::1")
+	for _, c := range []struct {
+		mtu  int
+		addr netip.Addr
+		want int
+	}{
+		{1500, v4, 1024},
+		{1500, v6, 1024},
+		{9000, v4, 4096},
+		{4096 + 20 + 8 + 36, v4, 4096}, // exactly room for 4096
+		{4096 + 20 + 8 + 35, v4, 2048},
+		{4096 + 40 + 8 + 36, v6, 4096},
+		{4096 + 40 + 8 + 35, v6, 2048},
+		{256 + 20 + 8 + 35, v4, 0},
+	} {
+		if got := verbs.PathMTU(link.Info{MTU: c.mtu, Addr: c.addr}); got != c.want {
+			t.Errorf("PathMTU(MTU %d, %v) = %d, want %d", c.mtu, c.addr, got, c.want)
+		}
 	}
 }

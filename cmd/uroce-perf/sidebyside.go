@@ -19,10 +19,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/uroce/uroce/bth"
 	"github.com/uroce/uroce/internal/netns"
 	"github.com/uroce/uroce/internal/rawbench"
 	"github.com/uroce/uroce/pkg/link"
+	"github.com/uroce/uroce/verbs"
 	"github.com/vishvananda/netlink"
 )
 
@@ -258,16 +258,9 @@ func machine(t time.Time) string {
 		t.UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), model, rel, load)
 }
 
-// ibMTU is the largest IB MTU whose packets (with RETH and ICRC) fit a
-// link MTU over IPv4, as uroce-perf picks it.
+// ibMTU is the IB MTU a device picks over an IPv4 link of linkMTU bytes.
 func ibMTU(linkMTU int) int {
-	const over = bth.IPv4MinLen + bth.UDPLen + bth.BTHLen + bth.RETHLen + bth.ICRCLen
-	for m := 4096; m > 256; m /= 2 {
-		if m+over <= linkMTU {
-			return m
-		}
-	}
-	return 256
+	return verbs.PathMTU(link.Info{MTU: linkMTU, Addr: netip.IPv4Unspecified()})
 }
 
 // add records a sample of a cell.

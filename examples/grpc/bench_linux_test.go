@@ -15,6 +15,7 @@ import (
 
 	"github.com/uroce/uroce/internal/netns"
 	"github.com/uroce/uroce/internal/rawbench"
+	"github.com/uroce/uroce/pkg/link"
 	"github.com/uroce/uroce/pkg/link/afxdp"
 	"github.com/uroce/uroce/pkg/link/udp"
 	"github.com/uroce/uroce/pkg/rsocket"
@@ -279,12 +280,7 @@ func benchFloors(b *testing.B, p *netns.Pair, a, z netip.Addr) {
 			b.Fatal(err)
 		}
 	})
-	// The IB MTU the devices choose (verbs.Device.MaxPathMTU): 1024
-	// over a 1500-byte veth, 4096 over 9000.
-	pmtu := 1024
-	if *benchMTU >= 4096+128 {
-		pmtu = 4096
-	}
+	pmtu := verbs.PathMTU(link.Info{MTU: *benchMTU, Addr: a}) // the devices' (MaxPathMTU)
 	for _, size := range benchSizes {
 		b.Run("rc-floor/"+byteSize(size), func(b *testing.B) {
 			r, err := rawbench.XDPRC(rawbench.Config{Iters: b.N, Poller: poll, HoldACK: true}, p.A, p.B, a, z, size, pmtu)
