@@ -376,9 +376,9 @@ func (l *Link) Release(pkts []*link.Packet) {
 			q.release(off)
 		}
 	}
-	for _, q := range l.queues {
-		q.postFill()
-	}
+	// The chunks go back on Fill in the next Recv or Wait, not here:
+	// Release comes between a turn's ACK and the caller's next post, on
+	// write_lat's path, and Fill holds every other chunk meanwhile.
 }
 
 // nextHop returns the destination MAC for dst.
@@ -692,6 +692,11 @@ func (l *Link) Wait(timeout time.Duration) error {
 		return link.ErrClosed
 	}
 	defer l.w.Exit()
+	// Released chunks go back on Fill before any sleep: with them held,
+	// a small ring could leave the kernel none to receive into.
+	for _, q := range l.queues {
+		q.postFill()
+	}
 	if l.ready() || l.woken.Swap(false) {
 		return nil
 	}
