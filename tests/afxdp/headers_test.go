@@ -25,7 +25,6 @@ func TestHeadersPerDestination(t *testing.T) {
 	b := open(t, p.B, afxdp.Config{})
 	dsts := []netip.Addr{netip.MustParseAddr("10.97.0.2"), netip.MustParseAddr("10.97.0.3")}
 	pk := make([]*link.Packet, 1)
-	rx := make([]*link.Packet, 8)
 	for i := range 8 {
 		dst := dsts[i%2]
 		tos := uint8(i << 2)
@@ -40,42 +39,26 @@ func TestHeadersPerDestination(t *testing.T) {
 			}
 			time.Sleep(time.Millisecond) // the next hop being learnt
 		}
-		deadline := time.Now().Add(giveUp)
-		for got := false; !got; {
-			if time.Now().After(deadline) {
-				t.Fatalf("packet %d to %v never arrived; stats %+v", i, dst, b.Stats())
-			}
-			if err := b.Wait(100 * time.Millisecond); err != nil {
-				t.Fatal(err)
-			}
-			n, err := b.Recv(rx)
+		await(t, b, uint32(i), func(r *link.Packet, psn uint32, err error) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, r := range rx[:n] {
-				psn, err := check(r.RoCE())
-				if err != nil {
-					t.Fatal(err)
-				}
-				if psn != uint32(i) {
-					continue
-				}
-				got = true
-				if r.Local != dst || r.Remote != p.AddrA || r.TOS != tos || r.SrcPort != 0xc100+uint16(i) {
-					t.Errorf("packet %d: %v:%d -> %v TOS %#x, sent %v:%d -> %v TOS %#x",
-						i, r.Remote, r.SrcPort, r.Local, r.TOS, p.AddrA, 0xc100+i, dst, tos)
-				}
-				hl := bth.IPv4MinLen + bth.UDPLen
-				hdr := r.Buf[r.Off-hl : r.Off]
-				want := make([]byte, hl+r.Len)
-				f := bth.DatagramFields{Src: p.AddrA, Dst: dst, SrcPort: 0xc100 + uint16(i), DstPort: bth.RoCEPort,
-					TOS: tos, TTL: bth.IPv4(hdr).TTL(), DF: true}
-				bth.PutDatagramHeaders(want, hl, r.Len, &f)
-				if !bytes.Equal(hdr, want[:hl]) {
-					t.Errorf("packet %d: headers\n% x\nwant\n% x", i, hdr, want[:hl])
-				}
+			if psn != uint32(i) {
+				return
 			}
-			b.Release(rx[:n])
-		}
+			if r.Local != dst || r.Remote != p.AddrA || r.TOS != tos || r.SrcPort != 0xc100+uint16(i) {
+				t.Errorf("packet %d: %v:%d -> %v TOS %#x, sent %v:%d -> %v TOS %#x",
+					i, r.Remote, r.SrcPort, r.Local, r.TOS, p.AddrA, 0xc100+i, dst, tos)
+			}
+			hl := bth.IPv4MinLen + bth.UDPLen
+			hdr := r.Buf[r.Off-hl : r.Off]
+			want := make([]byte, hl+r.Len)
+			f := bth.DatagramFields{Src: p.AddrA, Dst: dst, SrcPort: 0xc100 + uint16(i), DstPort: bth.RoCEPort,
+				TOS: tos, TTL: bth.IPv4(hdr).TTL(), DF: true}
+			bth.PutDatagramHeaders(want, hl, r.Len, &f)
+			if !bytes.Equal(hdr, want[:hl]) {
+				t.Errorf("packet %d: headers\n% x\nwant\n% x", i, hdr, want[:hl])
+			}
+		})
 	}
 }
