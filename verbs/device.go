@@ -111,7 +111,7 @@ func Inline() Option { return func(o *options) { o.inline = true } }
 func DeferSends() Option { return func(o *options) { o.deferSend = true } }
 
 func open(l link.Link) *Device {
-	d := &Device{l: l, e: qp.NewEngine(l), clock: time.Now}
+	d := &Device{l: l, e: qp.NewEngine(l), clock: monoNow}
 	// A UD QP's datagrams are at most the port's MTU (rxe's active_mtu),
 	// the largest path MTU the link carries.
 	d.e.PortMTU = d.MaxPathMTU()
@@ -168,6 +168,15 @@ func OpenInterface(name string, opts ...Option) (*Device, error) {
 	}
 	return OpenAddr(pick, opts...)
 }
+
+// clockBase anchors monoNow.
+var clockBase = time.Now()
+
+// monoNow is the devices' default clock: the time from the monotonic
+// clock alone, as clockBase plus the monotonic time since it. The engine
+// only subtracts and compares its times, and time.Now would read the wall
+// clock as well on every engine turn (about twice the cost on amd64).
+func monoNow() time.Time { return clockBase.Add(time.Since(clockBase)) }
 
 // SetClock replaces the device's time source (for simulations with a fake
 // clock). Call it before any traffic. It is set by the engine's owner,

@@ -134,11 +134,14 @@ func (d *Device) runHandedOver() int {
 
 // runEngine runs the engine's timers and requesters and delivers
 // completions, without reading the link; the caller owns the engine.
-func (d *Device) runEngine() {
+func (d *Device) runEngine() { d.runEngineAt(d.clock()) }
+
+// runEngineAt is runEngine at the time now.
+func (d *Device) runEngineAt(now time.Time) {
 	if d.closed.Load() {
 		return // the link is gone, and AllocMR memory with it (unmapAll)
 	}
-	d.e.Process(d.clock())
+	d.e.Process(now)
 	d.deliverCompletions()
 }
 

@@ -245,15 +245,17 @@ func (q *QueuePair) PostSend(wr *SendWR) error {
 	d := q.pd.d
 	if d.tryOwn() {
 		err := errSendClosed
+		now := d.clock()
 		if !d.closed.Load() {
-			err = q.q.PostSend(d.clock(), wr)
+			err = q.q.PostSend(now, wr)
 		}
 		// With DeferSends the WR waits on the QP's ready list for the
 		// next turn, unless handed-over work wants one now. Only an
 		// inline device gets here: a started one's goroutine owns the
-		// engine, and the WR is handed over to it below.
+		// engine, and the WR is handed over to it below. The turn runs
+		// at the post's time: one clock reading for both.
 		if d.runHandedOver() > 0 || !d.deferSend {
-			d.runEngine()
+			d.runEngineAt(now)
 		}
 		d.letGo()
 		return err

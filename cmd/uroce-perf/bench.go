@@ -189,7 +189,11 @@ func (b *bench) idle() error {
 	return nil
 }
 
-func (b *bench) moved() { b.progress = b.now() }
+// moved notes progress and returns the clock reading it took.
+func (b *bench) moved() time.Duration {
+	b.progress = b.now()
+	return b.progress
+}
 
 // poll moves completions of cq into wc: with -e it waits for at least
 // one (perftest's ibv_get_cq_event, then ibv_poll_cq); else it polls once
@@ -325,6 +329,10 @@ func (b *bench) writeLat(size int, posted []time.Duration) error {
 	var none [0]verbs.WC
 	qp := b.qps[0]
 	for scnt, ccnt, rcnt := 0, 0, 0; scnt < iters || ccnt < iters || rcnt < iters; {
+		// One clock reading per turn, as perftest's get_cycles before
+		// the post: the write that arrived and the post right after it
+		// share it.
+		now := time.Duration(-1)
 		if rcnt < iters && !(scnt < 1 && b.server) {
 			rcnt++
 			for polled(b.buf, pollAt) != byte(rcnt) {
@@ -333,10 +341,13 @@ func (b *bench) writeLat(size int, posted []time.Duration) error {
 					return fmt.Errorf("write_lat: iteration %d: %w", rcnt, err)
 				}
 			}
-			b.moved()
+			now = b.moved()
 		}
 		if scnt < iters {
-			posted[scnt] = b.now()
+			if now < 0 {
+				now = b.now()
+			}
+			posted[scnt] = now
 			scnt++
 			b.buf[postAt] = byte(scnt)
 			if err := qp.PostSend(wr); err != nil {

@@ -82,7 +82,6 @@ const giveUp = 10 * time.Second
 func exchange(t *testing.T, a, b link.Link, dst netip.Addr, sizes []int) {
 	t.Helper()
 	pk := make([]*link.Packet, 1)
-	rx := make([]*link.Packet, 8)
 	before := b.Stats()
 	for i, size := range sizes {
 		for {
@@ -103,36 +102,44 @@ func exchange(t *testing.T, a, b link.Link, dst netip.Addr, sizes []int) {
 			}
 			break
 		}
-		deadline := time.Now().Add(giveUp)
-		got := false
-		for !got {
-			if time.Now().After(deadline) {
-				t.Fatalf("payload %d bytes (PSN %d) never arrived; receiver stats %+v", size, i, b.Stats())
-			}
-			if err := b.Wait(100 * time.Millisecond); err != nil {
-				t.Fatal(err)
-			}
-			n, err := b.Recv(rx)
+		await(t, b, uint32(i), func(p *link.Packet, _ uint32, err error) {
 			if err != nil {
-				t.Fatal(err)
+				t.Errorf("payload %d: %v", size, err)
 			}
-			for _, p := range rx[:n] {
-				psn, err := check(p.RoCE())
-				if err != nil {
-					t.Errorf("payload %d: %v", size, err)
-				}
-				if psn == uint32(i) {
-					got = true
-				}
-				if want := a.Info().Addr; p.Remote != want {
-					t.Errorf("remote %v, want %v", p.Remote, want)
-				}
+			if want := a.Info().Addr; p.Remote != want {
+				t.Errorf("remote %v, want %v", p.Remote, want)
 			}
-			b.Release(rx[:n])
-		}
+		})
 	}
 	after := b.Stats()
 	if d := after.RxICRCErrors - before.RxICRCErrors; d != 0 {
 		t.Errorf("%d ICRC errors on the receiver", d)
+	}
+}
+
+// await receives on b until the packet of PSN psn has come, handing every
+// packet to fn with check's verdict before releasing it; it fails the
+// test if that takes giveUp.
+func await(t *testing.T, b link.Link, psn uint32, fn func(p *link.Packet, psn uint32, err error)) {
+	t.Helper()
+	rx := make([]*link.Packet, 8)
+	deadline := time.Now().Add(giveUp)
+	for got := false; !got; {
+		if time.Now().After(deadline) {
+			t.Fatalf("PSN %d never arrived; receiver stats %+v", psn, b.Stats())
+		}
+		if err := b.Wait(100 * time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		n, err := b.Recv(rx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range rx[:n] {
+			q, err := check(p.RoCE())
+			fn(p, q, err)
+			got = got || q == psn
+		}
+		b.Release(rx[:n])
 	}
 }

@@ -119,6 +119,13 @@ type Link struct {
 	zc      bool
 	mbuf    bool
 
+	// hdr is the IP and UDP headers' template for the last source and
+	// destination sent to (hdrSrc, hdrDst; valid once hdrSet): a QP's
+	// packets go to its one peer, so most packets reuse it.
+	hdr            bth.DatagramTemplate
+	hdrSrc, hdrDst netip.Addr
+	hdrSet         bool
+
 	// woken is Wake's word for a spinning Wait, which does not read the
 	// waiter's eventfd (a Wait asleep in poll is woken through it).
 	woken atomic.Bool
@@ -376,9 +383,9 @@ func (l *Link) Release(pkts []*link.Packet) {
 			q.release(off)
 		}
 	}
-	for _, q := range l.queues {
-		q.postFill()
-	}
+	// The chunks go back on Fill in the next Recv or Wait, not here:
+	// Release comes between a turn's ACK and the caller's next post, on
+	// write_lat's path, and Fill holds every other chunk meanwhile.
 }
 
 // nextHop returns the destination MAC for dst.
@@ -503,20 +510,20 @@ func (l *Link) build(p *link.Packet) error {
 	if src.Is6() != v6 {
 		return fmt.Errorf("source %v for destination %v: %w", src, dst, link.ErrNoRoute)
 	}
-	// ID 0 with DF, as Linux sends (the ICRC covers the ID).
-	hd := bth.DatagramFields{Src: src, Dst: dst, SrcPort: p.SrcPort, DstPort: bth.RoCEPort,
-		TOS: p.TOS, TTL: l.cfg.HopLimit, DF: true}
-	if hd.SrcPort == 0 {
-		hd.SrcPort = l.cfg.SrcPort
-	}
-	if hd.HeaderLen()+p.Len > l.info.MTU {
+	t := l.template(src, dst)
+	if t.HeaderLen()+p.Len > l.info.MTU {
 		return link.ErrTooBig
 	}
 	mac, err := l.nextHop(dst)
 	if err != nil {
 		return err
 	}
-	ip := p.Buf[bth.PutDatagramHeaders(p.Buf, p.Off, p.Len, &hd) : p.Off+p.Len]
+	sp := p.SrcPort
+	if sp == 0 {
+		sp = l.cfg.SrcPort
+	}
+	// ID 0 with DF, as Linux sends (the ICRC covers the ID).
+	ip := p.Buf[t.Put(p.Buf, p.Off, p.Len, p.TOS, 0, sp) : p.Off+p.Len]
 	f := p.Buf[p.Off-h:]
 	et := uint16(bth.EtherTypeIPv4)
 	if v6 {
@@ -538,6 +545,17 @@ func (l *Link) build(p *link.Packet) error {
 		bth.PutUDPChecksum(ip)
 	}
 	return nil
+}
+
+// template returns the headers' template from src to dst: the last one,
+// or a new one if either address changed.
+func (l *Link) template(src, dst netip.Addr) *bth.DatagramTemplate {
+	if !l.hdrSet || src != l.hdrSrc || dst != l.hdrDst {
+		l.hdr = bth.NewDatagramTemplate(&bth.DatagramFields{Src: src, Dst: dst,
+			DstPort: bth.RoCEPort, TTL: l.cfg.HopLimit, DF: true})
+		l.hdrSrc, l.hdrDst, l.hdrSet = src, dst, true
+	}
+	return &l.hdr
 }
 
 // Recv returns received RoCE packets whose ICRC verified, without blocking.
@@ -692,6 +710,11 @@ func (l *Link) Wait(timeout time.Duration) error {
 		return link.ErrClosed
 	}
 	defer l.w.Exit()
+	// Released chunks go back on Fill before any sleep: with them held,
+	// a small ring could leave the kernel none to receive into.
+	for _, q := range l.queues {
+		q.postFill()
+	}
 	if l.ready() || l.woken.Swap(false) {
 		return nil
 	}
