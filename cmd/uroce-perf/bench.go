@@ -443,15 +443,23 @@ func (b *bench) bandwidth(size int) (perftest.BandwidthReport, error) {
 			return perftest.BandwidthReport{}, err
 		}
 		if n := b.received; n > 0 {
-			return perftest.Bandwidth(size, posted[:n], completed[:n], 1, 1, b.cfg.gbits), nil
+			return b.report(size, posted[:n], completed[:n], 1), nil
 		}
-		return perQP(perftest.Bandwidth(size, posted, completed, 1, 1, b.cfg.gbits), b.cfg.iters), nil
+		return perQP(b.report(size, posted, completed, 1), b.cfg.iters), nil
 	}
 	cqMod, err := b.sendBW(size, posted, completed)
 	if err != nil {
 		return perftest.BandwidthReport{}, err
 	}
-	return perQP(perftest.Bandwidth(size, posted, completed, cqMod, 1, b.cfg.gbits), b.cfg.iters), nil
+	return perQP(b.report(size, posted, completed, cqMod), b.cfg.iters), nil
+}
+
+// report computes a bandwidth report, with -N without the peak's search.
+func (b *bench) report(size int, posted, completed []time.Duration, cqMod int) perftest.BandwidthReport {
+	if b.cfg.noPeak {
+		return perftest.BandwidthNoPeak(size, posted, completed, b.cfg.gbits)
+	}
+	return perftest.Bandwidth(size, posted, completed, cqMod, 1, b.cfg.gbits)
 }
 
 // perQP reports the iterations per QP, as perftest's #iterations column
