@@ -297,22 +297,32 @@ func (b *bench) recvWR(i, size int) *verbs.RecvWR {
 
 // Latency runs one latency test of a size on QP 0, as perftest does.
 func (b *bench) Latency(size int) (perftest.LatencyReport, error) {
-	iters := b.cfg.iters
-	posted := make([]time.Duration, iters)
 	b.moved()
-	var err error
-	switch b.cfg.kind.verb {
-	case verbWrite:
-		err = b.writeLat(size, posted)
-	case verbSend:
-		err = b.sendLat(size, posted)
-	default:
-		err = b.requestLat(size, posted)
+	if b.cfg.warm > 0 {
+		// Untimed first, in the same loop: a virtual machine's first
+		// tens of ms after its processors idled run slow.
+		if err := b.latency(size, make([]time.Duration, b.cfg.warm), b.cfg.iters); err != nil {
+			return perftest.LatencyReport{}, fmt.Errorf("warm-up: %w", err)
+		}
 	}
-	if err != nil {
+	posted := make([]time.Duration, b.cfg.iters)
+	if err := b.latency(size, posted, 0); err != nil {
 		return perftest.LatencyReport{}, err
 	}
 	return perftest.Latency(size, posted, b.cfg.kind.roundTrip())
+}
+
+// latency runs len(posted) iterations of the test's loop; more follow in
+// a later call.
+func (b *bench) latency(size int, posted []time.Duration, more int) error {
+	switch b.cfg.kind.verb {
+	case verbWrite:
+		return b.writeLat(size, posted)
+	case verbSend:
+		return b.sendLat(size, posted, more)
+	default:
+		return b.requestLat(size, posted)
+	}
 }
 
 // writeLat is perftest's run_iter_lat_write: each side writes iteration
@@ -384,13 +394,14 @@ func (b *bench) requestLat(size int, posted []time.Duration) error {
 
 // sendLat is perftest's run_iter_lat_send: the server waits for a SEND
 // before each of its own, the client sends first; a receive is reposted
-// while more are to come than are posted.
-func (b *bench) sendLat(size int, posted []time.Duration) error {
+// while more are to come than are posted, counting the more iterations
+// of a later call.
+func (b *bench) sendLat(size int, posted []time.Duration, more int) error {
 	iters := len(posted)
 	wr := b.prepare(0, size)
 	wr.Flags |= verbs.SendSignaled
 	qp := b.qps[0]
-	depth := min(b.cfg.rx, iters)
+	depth := min(b.cfg.rx, b.cfg.iters) // what PostRecvs posted
 	for scnt, rcnt := 0, 0; scnt < iters || rcnt < iters; {
 		if rcnt < iters && !(scnt < 1 && !b.server) {
 			wc, err := b.pollOne(b.rcq, rcnt, 0)
@@ -398,7 +409,7 @@ func (b *bench) sendLat(size int, posted []time.Duration) error {
 				return fmt.Errorf("send_lat: receive %d: %w", rcnt+1, err)
 			}
 			rcnt++
-			if rcnt+depth <= iters {
+			if rcnt+depth <= iters+more {
 				if err := qp.PostRecv(b.recvWR(int(wc.WRID), size)); err != nil {
 					return fmt.Errorf("send_lat: post recv: %w", err)
 				}
@@ -443,15 +454,23 @@ func (b *bench) bandwidth(size int) (perftest.BandwidthReport, error) {
 			return perftest.BandwidthReport{}, err
 		}
 		if n := b.received; n > 0 {
-			return perftest.Bandwidth(size, posted[:n], completed[:n], 1, 1, b.cfg.gbits), nil
+			return b.report(size, posted[:n], completed[:n], 1), nil
 		}
-		return perQP(perftest.Bandwidth(size, posted, completed, 1, 1, b.cfg.gbits), b.cfg.iters), nil
+		return perQP(b.report(size, posted, completed, 1), b.cfg.iters), nil
 	}
 	cqMod, err := b.sendBW(size, posted, completed)
 	if err != nil {
 		return perftest.BandwidthReport{}, err
 	}
-	return perQP(perftest.Bandwidth(size, posted, completed, cqMod, 1, b.cfg.gbits), b.cfg.iters), nil
+	return perQP(b.report(size, posted, completed, cqMod), b.cfg.iters), nil
+}
+
+// report computes a bandwidth report, with -N without the peak's search.
+func (b *bench) report(size int, posted, completed []time.Duration, cqMod int) perftest.BandwidthReport {
+	if b.cfg.noPeak {
+		return perftest.BandwidthNoPeak(size, posted, completed, b.cfg.gbits)
+	}
+	return perftest.Bandwidth(size, posted, completed, cqMod, 1, b.cfg.gbits)
 }
 
 // perQP reports the iterations per QP, as perftest's #iterations column

@@ -146,6 +146,11 @@ func (e *wcError) perftest() string {
 type config struct {
 	kind kind
 	peer string // empty: server
+	// warm is how many untimed iterations a latency test runs before
+	// its timed ones, on both sides alike (uroce-perf bench sets it; no
+	// perftest option does). A multiple of 256: write_lat tells
+	// iterations apart by their number's low byte.
+	warm int
 	// events (-e) waits for completions in CQ.Wait, perftest's
 	// ibv_get_cq_event, instead of busy-polling.
 	events bool

@@ -435,3 +435,45 @@ func TestCommandLine(t *testing.T) {
 		t.Errorf("unknown test: %v", err)
 	}
 }
+
+// TestWarmUp runs the latency tests with the bench's untimed iterations
+// first: the report counts the timed ones, every iteration's payload
+// crossed, and send_lat's receives were reposted through both loops
+// without a receiver-not-ready NAK.
+func TestWarmUp(t *testing.T) {
+	const warm, iters, size = 512, 200, 64
+	for _, tt := range []struct {
+		test     string
+		flags    []string
+		receiver string
+	}{
+		{"write_lat", nil, "both"},
+		{"send_lat", []string{"-r", "16"}, "both"},
+		{"read_lat", nil, "client"},
+	} {
+		t.Run(tt.test, func(t *testing.T) {
+			flags := append([]string{"-s", strconv.Itoa(size), "-n", strconv.Itoa(iters)}, tt.flags...)
+			srvCfg, cliCfg, srvAddr, cliAddr := pairConfigs(t, tt.test, flags...)
+			srvCfg.warm, cliCfg.warm = warm, warm
+			var so, co bytes.Buffer
+			pc, err := pair(context.Background(), srvCfg, cliCfg, srvAddr, cliAddr, &so, &co)
+			if err != nil {
+				t.Fatalf("%v\nserver:\n%s\nclient:\n%s", err, so.String(), co.String())
+			}
+			rows := tableRows(t, co.String())
+			if len(rows) != 1 || int(rows[0]["#iterations"]) != iters {
+				t.Fatalf("client report %v, want one row of %d iterations", rows, iters)
+			}
+			want := uint64(size * (warm + iters))
+			if tt.receiver == "both" && (pc.Server.RxBytes < want || pc.Client.RxBytes < want) {
+				t.Errorf("received %d and %d bytes, want at least %d a side", pc.Server.RxBytes, pc.Client.RxBytes, want)
+			}
+			if tt.receiver == "client" && pc.Client.RxBytes < want {
+				t.Errorf("client received %d bytes, want at least %d", pc.Client.RxBytes, want)
+			}
+			if n := pc.Server.RNRNAKsSent + pc.Client.RNRNAKsSent; n != 0 {
+				t.Errorf("%d RNR NAKs", n)
+			}
+		})
+	}
+}

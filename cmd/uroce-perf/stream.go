@@ -90,8 +90,7 @@ func (b *bench) stream(size int, emit func(perftest.BandwidthReport), stop <-cha
 		switch {
 		case !timed:
 			if totC >= wantSent && totR >= wantRecv {
-				r := perftest.Bandwidth(size, posted, completed, cqMod, 1, c.gbits)
-				return perQP(r, iters), nil
+				return perQP(b.report(size, posted, completed, cqMod), iters), nil
 			}
 		case !started:
 		case c.runInf:

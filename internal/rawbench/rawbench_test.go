@@ -1,6 +1,7 @@
 package rawbench
 
 import (
+	"errors"
 	"math"
 	"testing"
 	"time"
@@ -57,4 +58,25 @@ func near(a, b float64) bool {
 		return math.IsNaN(a)
 	}
 	return math.Abs(a-b) < 1e-9
+}
+
+// TestWarmUp checks the untimed round trips: whole batches of the
+// configured count, for at least WarmFor, and the first error stops them.
+func TestWarmUp(t *testing.T) {
+	var calls, size int
+	start := time.Now()
+	err := Config{Warm: 7}.warmUp(func(rtt []time.Duration) error {
+		calls++
+		size = len(rtt)
+		time.Sleep(WarmFor / 4)
+		return nil
+	})
+	if d := time.Since(start); err != nil || d < WarmFor || calls < 4 || size != 7 {
+		t.Errorf("warm-up: %v after %v, %d batches of %d", err, d, calls, size)
+	}
+	boom := errors.New("boom")
+	calls = 0
+	if err := (Config{}).warmUp(func([]time.Duration) error { calls++; return boom }); err != boom || calls != 1 {
+		t.Errorf("warm-up after an error: %v, %d batches", err, calls)
+	}
 }

@@ -203,7 +203,7 @@ func XDPRC(cfg Config, va, vb netns.Veth, a, b netip.Addr, size, pmtu int) (Resu
 	var echoErr error
 	wg.Go(func() { echoErr = eb.echo(&stop) })
 	rtt := make([]time.Duration, cfg.Iters)
-	err = ea.pingPong(make([]time.Duration, cfg.warm()))
+	err = cfg.warmUp(ea.pingPong)
 	if err == nil {
 		err = ea.pingPong(rtt)
 	}

@@ -74,20 +74,27 @@ func UDP(cfg Config, va, vb netns.Veth, a, b netip.Addr, size int) (Result, erro
 			}
 		})
 		buf := make([]byte, 65536)
-		rtt := make([]time.Duration, 0, cfg.Iters)
-		warm := cfg.warm()
-		for i := 0; i < cfg.Iters+warm; i++ {
-			start := time.Now()
-			unix.Sendto(fa, msg, 0, toB)
-			got := false
-			for !got && time.Since(start) < time.Second {
-				_, err := unix.Read(fa, buf)
-				got = err == nil
+		// pingPong fills rtt with round trips; a lost one (a second
+		// without an answer) is left out.
+		pingPong := func(rtt []time.Duration) []time.Duration {
+			n := 0
+			for range rtt {
+				start := time.Now()
+				unix.Sendto(fa, msg, 0, toB)
+				got := false
+				for !got && time.Since(start) < time.Second {
+					_, err := unix.Read(fa, buf)
+					got = err == nil
+				}
+				if got {
+					rtt[n] = time.Since(start)
+					n++
+				}
 			}
-			if i >= warm && got {
-				rtt = append(rtt, time.Since(start))
-			}
+			return rtt[:n]
 		}
+		cfg.warmUp(func(rtt []time.Duration) error { pingPong(rtt); return nil })
+		rtt := pingPong(make([]time.Duration, cfg.Iters))
 		stop.Store(true)
 		wg.Wait()
 		if len(rtt) == 0 {

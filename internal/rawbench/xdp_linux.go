@@ -97,9 +97,8 @@ func XDPFrame(cfg Config, va, vb netns.Veth, frame []byte) (Result, error) {
 	if cfg.Iters > 0 {
 		var stop atomic.Bool
 		wg.Go(func() { rb.Echo(&stop) })
-		warm := make([]time.Duration, cfg.warm())
 		rtt := make([]time.Duration, cfg.Iters)
-		err = ra.PingPong(warm)
+		err = cfg.warmUp(ra.PingPong)
 		if err == nil {
 			err = ra.PingPong(rtt)
 		}

@@ -216,6 +216,24 @@ func TestBandwidth(t *testing.T) {
 	}
 }
 
+// TestBandwidthNoPeak checks -N's report: Bandwidth's average and rate,
+// no peak.
+func TestBandwidthNoPeak(t *testing.T) {
+	ms := time.Millisecond
+	posted := []time.Duration{0, ms, 2 * ms, 3 * ms}
+	completed := []time.Duration{ms, 2 * ms, 3 * ms, 4 * ms}
+	for _, gbits := range []bool{false, true} {
+		r, want := BandwidthNoPeak(1<<20, posted, completed, gbits), Bandwidth(1<<20, posted, completed, 1, 1, gbits)
+		want.Peak = 0
+		if r != want || r.Avg <= 0 {
+			t.Errorf("gbits %v: %+v, want %+v", gbits, r, want)
+		}
+	}
+	if r := BandwidthNoPeak(64, nil, nil, false); r != (BandwidthReport{Bytes: 64}) {
+		t.Errorf("no iterations: %+v", r)
+	}
+}
+
 func TestDurationBandwidth(t *testing.T) {
 	// 3000 messages of 1 MiB counted in 3 s: 1000 MiB/s, 0.001 Mpps,
 	// no peak; the iterations column is the count.

@@ -118,8 +118,8 @@ type BandwidthReport struct {
 // completion (completions are signaled every cqMod, posts go in lists of
 // postList); average is size × iterations over the whole test.
 func Bandwidth(size int, posted, completed []time.Duration, cqMod, postList int, gbits bool) BandwidthReport {
-	iters := len(posted)
-	r := BandwidthReport{Bytes: size, Iters: iters, Gbits: gbits}
+	r := BandwidthNoPeak(size, posted, completed, gbits)
+	iters := r.Iters
 	if iters == 0 || len(completed) < iters {
 		return r
 	}
@@ -138,20 +138,37 @@ func Bandwidth(size int, posted, completed []time.Duration, cqMod, postList int,
 			}
 		}
 	}
-	format := float64(0x100000)
-	if gbits {
-		format = 125000000
-	}
-	const hz = 1e9 // timestamps are nanoseconds
-	total := float64(completed[iters-1] - posted[0])
-	if total > 0 {
-		r.Avg = float64(size) * float64(iters) * hz / (total * format)
-		r.MsgRate = float64(iters) * hz / (total * 1e6)
-	}
 	if opt > 0 {
-		r.Peak = float64(size) * hz / (float64(opt) * format)
+		r.Peak = float64(size) * hz / (float64(opt) * bwFormat(gbits))
 	}
 	return r
+}
+
+// BandwidthNoPeak is Bandwidth with perftest's -N (noPeak): Peak is 0,
+// and its search, quadratic in the iterations (perftest skips it too),
+// is not made.
+func BandwidthNoPeak(size int, posted, completed []time.Duration, gbits bool) BandwidthReport {
+	iters := len(posted)
+	r := BandwidthReport{Bytes: size, Iters: iters, Gbits: gbits}
+	if iters == 0 || len(completed) < iters {
+		return r
+	}
+	total := float64(completed[iters-1] - posted[0])
+	if total > 0 {
+		r.Avg = float64(size) * float64(iters) * hz / (total * bwFormat(gbits))
+		r.MsgRate = float64(iters) * hz / (total * 1e6)
+	}
+	return r
+}
+
+const hz = 1e9 // timestamps are nanoseconds
+
+// bwFormat is perftest's unit: MB/s as 2^20 bytes a second, or Gb/s.
+func bwFormat(gbits bool) float64 {
+	if gbits {
+		return 125000000
+	}
+	return 0x100000
 }
 
 // WriteHeader prints the column titles of a bandwidth report.
