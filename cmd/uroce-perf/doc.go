@@ -110,7 +110,10 @@
 // of medians beside the raw floors of package internal/rawbench measured
 // in the same run (the RC-shaped AF_XDP ping-pong, the bare AF_XDP and
 // kernel UDP ones, AF_XDP blasts), with ratios and steady-state
-// allocations per operation (sidebyside.go).
+// allocations per operation (sidebyside.go). Each cell is warmed up
+// first, as a virtual machine's first tens of ms after idling run slow:
+// a latency test by 4096 untimed iterations in its own loop, a floor's
+// ping-pong for 100 ms; the rate cells send 300 000 messages.
 //
 // The demo runs every test at a few sizes with both ends in one process,
 // over UDP on 127.0.0.1 and 127.0.0.2 (port 4791 on each, no privilege
