@@ -43,7 +43,7 @@ func TestQPLayout(t *testing.T) {
 				last(unsafe.Offsetof(q.req), unsafe.Sizeof(q.req)) == 1},
 		{"the completer, the send queue's header and the receive CQ fill the third line",
 			line(unsafe.Offsetof(q.comp)) == 2 && line(unsafe.Offsetof(q.sq)) == 2 && last(unsafe.Offsetof(q.recvCQ), 8) == 2},
-		{"the ACK timer and the cc's SRTT are the fourth line", line(unsafe.Offsetof(q.lat)) == 3 && line(unsafe.Offsetof(q.retrans)) == 3 && last(unsafe.Offsetof(q.ccSRTT), 8) == 3},
+		{"the ACK timer and the cc's SRTT are the fourth line", line(unsafe.Offsetof(q.retrans)) == 3 && last(unsafe.Offsetof(q.ccSRTT), 8) == 3},
 		{"rto's per-request fields take the fifth and sixth lines",
 			line(rto) == 4 && line(rto+unsafe.Offsetof(q.rto.suspect)) == 5},
 		{"rdRes and a WRITE's responder fields fill one line",

@@ -7,7 +7,6 @@ import (
 
 	"github.com/uroce/uroce/bth"
 	"github.com/uroce/uroce/cc"
-	"github.com/uroce/uroce/pkg/hist"
 )
 
 // QPConfig holds the type and capacities of a new QP (ibv_qp_init_attr).
@@ -221,15 +220,13 @@ type QP struct {
 	comp      completer
 	sq        sendQueue
 	recvCQ    *CQ // QPConfig.RecvCQ
-	// lat is the completion latency of signaled send WRs: 8 KiB, touched
-	// once per completion, kept out of the lines touched per packet.
-	lat     *hist.Histogram
-	retrans timer
+	retrans   timer
 	// ccSRTT is the congestion control's smoothed RTT (SRTT), which
 	// every ACK's sample updates: here, in the timer's line, an ACK of a
 	// QP without congestion control touches no line of ccState but its
 	// send-time slot.
 	ccSRTT time.Duration
+	_      [8]byte // starts rto on a line
 	// rto's fields a request or its ACK touches take the next two lines.
 	rto rtoState
 	rnr timer
