@@ -219,14 +219,15 @@ type QP struct {
 	req       requester
 	comp      completer
 	sq        sendQueue
-	recvCQ    *CQ // QPConfig.RecvCQ
-	retrans   timer
 	// ccSRTT is the congestion control's smoothed RTT (SRTT), which
-	// every ACK's sample updates: here, in the timer's line, an ACK of a
-	// QP without congestion control touches no line of ccState but its
-	// send-time slot.
-	ccSRTT time.Duration
-	_      [8]byte // starts rto on a line
+	// every ACK's sample updates: here, beside the completer, an ACK of
+	// a QP without congestion control touches no line of ccState.
+	ccSRTT  time.Duration
+	retrans timer
+	// lastSent is the send time of the newest request packet, which its
+	// ACK usually finds here, in the timer's line, rather than in
+	// ccState's ring (ccSent, ccAck).
+	lastSent lastSent
 	// rto's fields a request or its ACK touches take the next two lines.
 	rto rtoState
 	rnr timer
@@ -235,9 +236,9 @@ type QP struct {
 	sr *srState
 	// resp starts a line with rdRes, which Process reads for a QP that
 	// owes responses, and what the responder touches for a WRITE.
-	resp responder
-	rq   recvQueue
-	_    [8]byte // starts Counters on a line
+	resp   responder
+	rq     recvQueue
+	recvCQ *CQ // QPConfig.RecvCQ, beside rq: a receive completion's
 	// Counters count this QP's traffic and events; the per-packet ones
 	// come first, in one line.
 	Counters Counters
