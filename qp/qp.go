@@ -368,19 +368,23 @@ func (q *QP) PostSend(now time.Time, wr *SendWR) error {
 	if q.signalAll {
 		w.wr.Flags |= FlagSignaled
 	}
-	w.sge = w.sge[:0]
-	w.inline = w.inline[:0]
+	// The WQE's inline data is read only for an inline WR, so only one
+	// sets it. With MaxSendSGE 1 the SGL is the WQE's own sgeBuf (CreateQP),
+	// and the common WR, one SGE, is written there without loading the
+	// WQE's lines: at thousands of QPs they are cold, and a load would
+	// wait for them where stores do not.
 	var length uint64
-	if inline {
-		w.inline = append(w.inline, wr.InlineData...)
+	switch {
+	case inline:
+		w.sge = w.sge[:0]
+		w.inline = append(w.inline[:0], wr.InlineData...)
 		length = uint64(len(wr.InlineData))
-	} else if len(wr.SGL) == 1 {
-		// The common WR: one store into the WQE's own SGL (its
-		// capacity is MaxSendSGE, at least 1), not append's copy.
-		w.sge = append(w.sge[:0], wr.SGL[0])
+	case len(wr.SGL) == 1 && s.maxSGE == 1:
+		w.sgeBuf[0] = wr.SGL[0]
+		w.sge = w.sgeBuf[:1]
 		length = uint64(wr.SGL[0].Length)
-	} else {
-		w.sge = append(w.sge, wr.SGL...)
+	default:
+		w.sge = append(w.sge[:0], wr.SGL...)
 		for i := range wr.SGL {
 			length += uint64(wr.SGL[i].Length)
 		}
