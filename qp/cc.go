@@ -63,9 +63,10 @@ type ccState struct {
 	kind cc.Kind
 	// ackReqAt is when the requester, paced, last asked for an ACK;
 	// zero before. It ends the first line: an unpaced QP's packets touch
-	// that line and their sent slot, nothing else here (one without
-	// congestion control only the slot); the timer, which every event of
-	// an algorithm other than none looks at (ccSync), starts the second.
+	// that line and the sent slots their sends reach, nothing else here
+	// (one without congestion control only the slots); the timer, which
+	// every event of an algorithm other than none looks at (ccSync),
+	// starts the second.
 	ackReqAt time.Time
 	_        [8]byte
 	// timer is the algorithm's (NextTimer); pace wakes the requester
@@ -76,11 +77,21 @@ type ccState struct {
 	cfg   cc.Config // as selected, for a QP reset
 	// sent holds the send time of the packet whose PSN is the slot, on
 	// the engine's clock (monoClock), for RTT samples; 0 for a
-	// retransmitted packet (Karn's rule). Eight bytes a slot rather than
+	// retransmitted packet (Karn's rule). A send reaches its slot when
+	// a later one takes its place in the QP's lastSent before its ACK. Eight bytes a slot rather than
 	// a time.Time's 24 keep the ring at 1 KiB a QP. The engine's clock
 	// counts by time.Time's Sub, which takes the monotonic readings of
 	// the caller's clock, so a step of the wall clock cannot bend it.
 	sent [maxUnackedPSNs]int64
+}
+
+// lastSent is a QP's newest request packet's send time, as ccState.sent
+// would hold it, and its PSN; held says the slot holds a send the ring
+// lacks.
+type lastSent struct {
+	at   int64
+	psn  bth.PSN
+	held bool
 }
 
 // qpBlock is what CreateQP allocates: a QP and its congestion control in
@@ -125,7 +136,7 @@ func (e *Engine) ccInit(q *QP, cfg *cc.Config) error {
 	s.rate = alg.Rate()
 	s.pacer = cc.NewPacer(s.rate, burst)
 	clear(s.sent[:])
-	q.ccSRTT = 0
+	q.ccSRTT, q.lastSent = 0, lastSent{}
 	return nil
 }
 
@@ -291,7 +302,15 @@ func (e *Engine) ccSent(q *QP, wire int, last bth.PSN, retransmit bool) {
 	if !retransmit {
 		t = e.nowNS
 	}
-	s.sent[uint32(last)&(maxUnackedPSNs-1)] = t
+	// The newest send stays in the QP's line; the one it displaces,
+	// not yet acknowledged, goes to the ring. A QP with one request in
+	// flight, as a latency-bound one among thousands, touches no line
+	// of the ring.
+	c := &q.lastSent
+	if c.held && c.psn != last {
+		s.sent[uint32(c.psn)&(maxUnackedPSNs-1)] = c.at
+	}
+	c.at, c.psn, c.held = t, last, true
 	if q.ccNone || s.inert {
 		return
 	}
@@ -307,9 +326,22 @@ func (e *Engine) ccAck(q *QP, from, to bth.PSN) {
 	}
 	s := q.cc
 	var rtt time.Duration
+	newest := to.Add(-1)
+	c := &q.lastSent
+	var t int64
+	if c.held && c.psn == newest {
+		t = c.at
+	} else {
+		t = s.sent[uint32(newest)&(maxUnackedPSNs-1)]
+	}
+	// Every PSN before to is acknowledged: a held send among them is
+	// never asked for again, so it need not reach the ring.
+	if c.held && c.psn.Before(to) {
+		c.held = false
+	}
 	// Under selective repeat the PSNs in flight may span more than the
 	// ring: a slot a later PSN took gives no sample.
-	if t := s.sent[uint32(to.Add(-1))&(maxUnackedPSNs-1)]; t != 0 && q.req.psn.Diff(to) < maxUnackedPSNs {
+	if t != 0 && q.req.psn.Diff(to) < maxUnackedPSNs {
 		rtt = time.Duration(max(e.nowNS-t, 0))
 	}
 	if rtt > 0 {

@@ -481,3 +481,75 @@ func TestAckCharged(t *testing.T) {
 	c.E.Process(c.Now)
 	c.Expect(opcodeIs(bth.RCWriteOnly))
 }
+
+// TestSendTimes: the RTT sample of an ACK is its newest PSN's send time
+// whether the QP's line still holds it or the ring does: one request at
+// a time, several in flight, a retransmission (Karn's rule: no sample),
+// and an ACK that covers the held send, after which a later send leaves
+// the ring untouched.
+func TestSendTimes(t *testing.T) {
+	type step struct {
+		send  int  // PSN offset sent at this step's time, or -1
+		retx  bool // the send is a retransmission
+		ackTo int  // ACK of every PSN before this offset, or 0
+		want  time.Duration
+	}
+	const us = time.Microsecond
+	tests := []struct {
+		name  string
+		steps []step // one per microsecond
+	}{
+		{"one at a time", []step{{0, false, 0, 0}, {-1, false, 1, us}, {1, false, 0, 0}, {-1, false, 0, 0}, {-1, false, 2, 2 * us}}},
+		{"three in flight", []step{{0, false, 0, 0}, {1, false, 0, 0}, {2, false, 0, 0}, {-1, false, 2, 2 * us}, {-1, false, 3, 2 * us}}},
+		{"retransmitted", []step{{0, false, 0, 0}, {0, true, 0, 0}, {-1, false, 1, 0}}},
+		{"retransmitted, then one more", []step{{0, false, 0, 0}, {1, false, 0, 0}, {0, true, 0, 0}, {1, true, 0, 0}, {-1, false, 2, 0}}},
+		{"coalesced past the held send", []step{{0, false, 0, 0}, {1, false, 0, 0}, {-1, false, 2, us}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := NewEngine(&fakePort{free: -1, size: 4200})
+			scq, rcq := NewCQ(4), NewCQ(4)
+			q, err := e.CreateQP(QPConfig{PD: 1, SendCQ: scq, RecvCQ: rcq, MaxSendWR: 4})
+			if err != nil {
+				t.Fatal(err)
+			}
+			const base = bth.PSN(0xfffffe) // the PSNs wrap
+			q.req.psn = base
+			acked := base
+			for i, st := range tt.steps {
+				e.nowNS = int64(i+1) * int64(us)
+				if st.send >= 0 {
+					psn := base.Add(st.send)
+					if !st.retx {
+						q.req.psn = psn.Add(1)
+					}
+					e.ccSent(q, 100, psn, st.retx)
+				}
+				if st.ackTo > 0 {
+					q.ccSRTT = 0
+					to := base.Add(st.ackTo)
+					e.ccAck(q, acked, to)
+					acked = to
+					if got := q.SRTT(); got != st.want {
+						t.Errorf("step %d: ACK to +%d: sample %v, want %v", i, st.ackTo, got, st.want)
+					}
+				}
+			}
+		})
+	}
+	// A held send that its ACK took never reaches the ring.
+	e := NewEngine(&fakePort{free: -1, size: 4200})
+	q, err := e.CreateQP(QPConfig{PD: 1, SendCQ: NewCQ(4), RecvCQ: NewCQ(4), MaxSendWR: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.nowNS = 5
+	q.req.psn = 8
+	e.ccSent(q, 100, 7, false)
+	e.ccAck(q, 7, 8)
+	q.req.psn = 9
+	e.ccSent(q, 100, 8, false)
+	if q.cc.sent != [maxUnackedPSNs]int64{} {
+		t.Error("the ring was written while one request was in flight at a time")
+	}
+}

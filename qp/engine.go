@@ -83,11 +83,10 @@ type Engine struct {
 	// OnStateChange, if set, is called after a QP changes state (see
 	// StateChange), by the engine's owner: for logging, off the data path.
 	OnStateChange func(*StateChange)
-	// retiredLat holds the latency of destroyed QPs, for Latency.
-	retiredLat hist.Histogram
-	// lat gathers the completion latencies of a turn, published into
-	// the QPs' histograms at its end (endTurn).
-	lat hist.Owned
+	// lat holds the QPs' completion latencies, a slot each (latSlot);
+	// retiredLat those of destroyed QPs, for Latency.
+	lat        hist.Table
+	retiredLat hist.Snapshot
 	// ChooseTOS, when set, is called for each packet of a QP to choose
 	// its TOS byte (response: an ACK or a READ or atomic response), in
 	// place of the default: the QP's traffic class, or the AH's for a
@@ -162,7 +161,7 @@ func (e *Engine) CreateQP(cfg QPConfig) (*QP, error) {
 	}
 	b := new(qpBlock)
 	q := &b.qp
-	*q = QP{e: e, cc: &b.cc, lat: new(hist.Histogram),
+	*q = QP{e: e, cc: &b.cc,
 		typ: cfg.Type, pd: cfg.PD, sendCQ: cfg.SendCQ, recvCQ: cfg.RecvCQ, signalAll: cfg.SignalAll,
 		cfg: qpConfig{MaxSendWR: cfg.MaxSendWR, MaxRecvWR: cfg.MaxRecvWR, MaxSendSGE: cfg.MaxSendSGE,
 			MaxRecvSGE: cfg.MaxRecvSGE, MaxInline: cfg.MaxInline, SRQ: cfg.SRQ, CC: cfg.CC, AckDelay: cfg.AckDelay}}
@@ -191,6 +190,7 @@ func (e *Engine) CreateQP(cfg QPConfig) (*QP, error) {
 	if q.qpn == 0 {
 		q.qpn = FirstQPN + idx
 	}
+	e.lat.Grow(q.latSlot() + 1)
 	q.retrans = timer{idx: -1, qp: q, kind: timerRetrans}
 	q.rnr = timer{idx: -1, qp: q, kind: timerRNR}
 	q.ackTimer = timer{idx: -1, qp: q, kind: timerAck}
@@ -633,7 +633,6 @@ func (e *Engine) allocTx() *link.Packet {
 // endTurn gives the unused transmit buffers back, so the engine holds none
 // between turns, and notes how many this turn used if it sent.
 func (e *Engine) endTurn() {
-	e.lat.Flush()
 	if e.nextSpare < e.nSpare {
 		e.port.Release(e.spare[e.nextSpare:e.nSpare])
 		clear(e.spare[e.nextSpare:e.nSpare])

@@ -4,44 +4,49 @@ import "github.com/uroce/uroce/pkg/hist"
 
 // Completion latency: each send WQE carries the time PostSend was given,
 // and a signaled WR that completes successfully records the time from then
-// to its completion in its QP's histogram (atomic loads and stores, as the
-// engine is its one writer; no allocation, no lock: a metrics reader
-// snapshots it from any goroutine). A turn's records are gathered and
-// published at its end (hist.Owned), a store per run of one bucket
-// rather than two per WR. Unsignaled
-// WRs are not recorded, as they have no completion to measure to; failed
-// and flushed ones neither, since their time says nothing about the path.
+// to its completion in its QP's histogram. The engine keeps the QPs'
+// histograms in one hist.Table, a slot per QP: its owner alone writes and
+// reads them, so a record is plain stores into arrays that stay cached
+// whatever the number of QPs, where a histogram per QP (8 KiB of atomic
+// counters) put every record on a cold page of its own
+// (BenchmarkManyQPs). Unsignaled WRs are not recorded, as they have no
+// completion to measure to; failed and flushed ones neither, since their
+// time says nothing about the path.
+
+// latSlot is the QP's slot in the engine's latency table: 0 for the GSI
+// QP, 1 up for the others by QPN.
+func (q *QP) latSlot() int {
+	if q.qpn == GSIQPN {
+		return 0
+	}
+	return int(q.qpn-FirstQPN) + 1
+}
 
 // recordLatency counts a successful WQE's completion latency if it is
 // signaled; the caller owns the engine, whose now is the completion time.
 func (q *QP) recordLatency(w *sendWQE) {
 	if w.wr.Flags&FlagSignaled != 0 {
-		q.e.lat.Record(q.lat, uint64(max(q.e.nowNS-w.posted, 0)))
+		q.e.lat.Record(q.latSlot(), uint64(max(q.e.nowNS-w.posted, 0)))
 	}
 }
 
 // Latency copies the completion latency of the QP's signaled send WRs,
-// in nanoseconds, into s. Unlike the QP's other methods it is safe from
-// any goroutine, at any time, even while the engine runs.
-func (q *QP) Latency(s *hist.Snapshot) { q.lat.Snapshot(s) }
+// in nanoseconds, into s. The caller owns the engine.
+func (q *QP) Latency(s *hist.Snapshot) { q.e.lat.Snapshot(q.latSlot(), s) }
 
 // Latency copies the completion latency of every signaled send WR the
 // engine completed, over its live QPs and those destroyed, into s. The
 // caller owns the engine.
 func (e *Engine) Latency(s *hist.Snapshot) {
-	e.lat.Flush()
-	e.retiredLat.Snapshot(s)
-	var one hist.Snapshot
-	for _, q := range e.AppendQPs(nil) {
-		q.lat.Snapshot(&one)
-		s.Merge(&one)
-	}
+	e.lat.Total(s)
+	s.Merge(&e.retiredLat)
 }
 
-// retireLatency keeps a destroyed QP's latencies in the engine's.
+// retireLatency keeps a destroyed QP's latencies in the engine's and
+// empties its slot for the QP that next takes its number.
 func (e *Engine) retireLatency(q *QP) {
-	e.lat.Flush()
 	var s hist.Snapshot
-	q.lat.Snapshot(&s)
-	e.retiredLat.Add(&s)
+	e.lat.Snapshot(q.latSlot(), &s)
+	e.retiredLat.Merge(&s)
+	e.lat.Clear(q.latSlot())
 }

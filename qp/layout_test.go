@@ -41,9 +41,12 @@ func TestQPLayout(t *testing.T) {
 			line(unsafe.Offsetof(q.e)) == 1 && line(unsafe.Offsetof(q.sendCQ)) == 1 && line(unsafe.Offsetof(q.timeout)) == 1 &&
 				line(unsafe.Offsetof(q.retryCnt)) == 1 && line(unsafe.Offsetof(q.signalAll)) == 1 &&
 				last(unsafe.Offsetof(q.req), unsafe.Sizeof(q.req)) == 1},
-		{"the completer, the send queue's header and the receive CQ fill the third line",
-			line(unsafe.Offsetof(q.comp)) == 2 && line(unsafe.Offsetof(q.sq)) == 2 && last(unsafe.Offsetof(q.recvCQ), 8) == 2},
-		{"the ACK timer and the cc's SRTT are the fourth line", line(unsafe.Offsetof(q.lat)) == 3 && line(unsafe.Offsetof(q.retrans)) == 3 && last(unsafe.Offsetof(q.ccSRTT), 8) == 3},
+		{"the completer, the send queue's header and the cc's SRTT fill the third line",
+			line(unsafe.Offsetof(q.comp)) == 2 && line(unsafe.Offsetof(q.sq)) == 2 && last(unsafe.Offsetof(q.ccSRTT), 8) == 2},
+		{"the ACK timer and the newest send's time are the fourth line",
+			line(unsafe.Offsetof(q.retrans)) == 3 && last(unsafe.Offsetof(q.lastSent), unsafe.Sizeof(q.lastSent)) == 3},
+		{"the receive CQ is beside the receive queue's header",
+			line(unsafe.Offsetof(q.recvCQ)) == line(unsafe.Offsetof(q.rq))},
 		{"rto's per-request fields take the fifth and sixth lines",
 			line(rto) == 4 && line(rto+unsafe.Offsetof(q.rto.suspect)) == 5},
 		{"rdRes and a WRITE's responder fields fill one line",

@@ -7,7 +7,6 @@ import (
 
 	"github.com/uroce/uroce/bth"
 	"github.com/uroce/uroce/cc"
-	"github.com/uroce/uroce/pkg/hist"
 )
 
 // QPConfig holds the type and capacities of a new QP (ibv_qp_init_attr).
@@ -220,16 +219,15 @@ type QP struct {
 	req       requester
 	comp      completer
 	sq        sendQueue
-	recvCQ    *CQ // QPConfig.RecvCQ
-	// lat is the completion latency of signaled send WRs: 8 KiB, touched
-	// once per completion, kept out of the lines touched per packet.
-	lat     *hist.Histogram
-	retrans timer
 	// ccSRTT is the congestion control's smoothed RTT (SRTT), which
-	// every ACK's sample updates: here, in the timer's line, an ACK of a
-	// QP without congestion control touches no line of ccState but its
-	// send-time slot.
-	ccSRTT time.Duration
+	// every ACK's sample updates: here, beside the completer, an ACK of
+	// a QP without congestion control touches no line of ccState.
+	ccSRTT  time.Duration
+	retrans timer
+	// lastSent is the send time of the newest request packet, which its
+	// ACK usually finds here, in the timer's line, rather than in
+	// ccState's ring (ccSent, ccAck).
+	lastSent lastSent
 	// rto's fields a request or its ACK touches take the next two lines.
 	rto rtoState
 	rnr timer
@@ -238,9 +236,9 @@ type QP struct {
 	sr *srState
 	// resp starts a line with rdRes, which Process reads for a QP that
 	// owes responses, and what the responder touches for a WRITE.
-	resp responder
-	rq   recvQueue
-	_    [8]byte // starts Counters on a line
+	resp   responder
+	rq     recvQueue
+	recvCQ *CQ // QPConfig.RecvCQ, beside rq: a receive completion's
 	// Counters count this QP's traffic and events; the per-packet ones
 	// come first, in one line.
 	Counters Counters
@@ -370,19 +368,23 @@ func (q *QP) PostSend(now time.Time, wr *SendWR) error {
 	if q.signalAll {
 		w.wr.Flags |= FlagSignaled
 	}
-	w.sge = w.sge[:0]
-	w.inline = w.inline[:0]
+	// The WQE's inline data is read only for an inline WR, so only one
+	// sets it. With MaxSendSGE 1 the SGL is the WQE's own sgeBuf (CreateQP),
+	// and the common WR, one SGE, is written there without loading the
+	// WQE's lines: at thousands of QPs they are cold, and a load would
+	// wait for them where stores do not.
 	var length uint64
-	if inline {
-		w.inline = append(w.inline, wr.InlineData...)
+	switch {
+	case inline:
+		w.sge = w.sge[:0]
+		w.inline = append(w.inline[:0], wr.InlineData...)
 		length = uint64(len(wr.InlineData))
-	} else if len(wr.SGL) == 1 {
-		// The common WR: one store into the WQE's own SGL (its
-		// capacity is MaxSendSGE, at least 1), not append's copy.
-		w.sge = append(w.sge[:0], wr.SGL[0])
+	case len(wr.SGL) == 1 && s.maxSGE == 1:
+		w.sgeBuf[0] = wr.SGL[0]
+		w.sge = w.sgeBuf[:1]
 		length = uint64(wr.SGL[0].Length)
-	} else {
-		w.sge = append(w.sge, wr.SGL...)
+	default:
+		w.sge = append(w.sge[:0], wr.SGL...)
 		for i := range wr.SGL {
 			length += uint64(wr.SGL[i].Length)
 		}

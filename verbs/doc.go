@@ -64,7 +64,7 @@
 // QueuePair and a Device (rxe's hw_counters meanings; package metrics
 // exports them to Prometheus), Latency (each signaled send WR's time from
 // PostSend to its completion, in a histogram that is on by default and
-// costs two atomic adds per completion), and SetLogger, which logs QP state
+// costs a few plain stores per completion), and SetLogger, which logs QP state
 // changes and errors through log/slog (silent by default). The package
 // example is a whole program; the others show each call.
 //

@@ -59,3 +59,42 @@ func TestRecordAllocs(t *testing.T) {
 		t.Fatalf("Record allocates %v times", n)
 	}
 }
+
+// BenchmarkTable records one value per slot in turn over 10 000 slots,
+// as a QP engine does over 10 000 QPs, into a Histogram per slot
+// (the baseline) and into a Table, in the same run: the ratio is
+// reported as x-histograms. Neither may allocate.
+func BenchmarkTable(b *testing.B) {
+	const slots = 10_000
+	var baseline float64
+	b.Run("histograms", func(b *testing.B) {
+		hs := make([]Histogram, slots)
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			hs[i].Record(uint64(8000 + i&255))
+			if i++; i == slots {
+				i = 0
+			}
+		}
+		baseline = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+	})
+	b.Run("table", func(b *testing.B) {
+		var t Table
+		t.Grow(slots)
+		for i := range slots {
+			t.Record(i, 8000)
+		}
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			t.Record(i, uint64(8000+i&255))
+			if i++; i == slots {
+				i = 0
+			}
+		}
+		if baseline > 0 {
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/baseline, "x-histograms")
+		}
+	})
+}

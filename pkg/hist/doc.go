@@ -12,6 +12,9 @@
 // ones count in the last bucket, and Max stays exact.
 //
 // A Histogram is about 8.5 KiB of counters; a Snapshot is a plain copy
-// that can be merged with others (per-QP histograms into a device's) and
-// queried for quantiles, the mean and the maximum.
+// that can be merged with others and queried for quantiles, the mean and
+// the maximum. A Table holds many histograms that one owner writes and
+// reads, a slot each, in dense arrays by bucket: a QP engine's per-QP
+// latencies, where thousands of Histograms would put every record on a
+// cold page.
 package hist

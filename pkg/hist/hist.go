@@ -71,76 +71,6 @@ func (h *Histogram) Record(v uint64) {
 	}
 }
 
-// RecordOwned counts v as Record does, in a histogram that one goroutine
-// writes (a QP's, written by its engine): each counter is loaded and
-// stored back atomically rather than updated with a read-modify-write
-// instruction, which costs several times more and is needed only between
-// writers. Snapshot stays safe from any goroutine; no other Record,
-// RecordOwned or Add may run at the same time.
-func (h *Histogram) RecordOwned(v uint64) {
-	c := &h.counts[bucket(v)]
-	c.Store(c.Load() + 1)
-	h.sum.Store(h.sum.Load() + v)
-	if v > h.max.Load() {
-		h.max.Store(v)
-	}
-}
-
-// Owned gathers the values its one writer records into histograms that
-// writer alone writes (RecordOwned's), and publishes them at Flush or
-// when a value is for another histogram or bucket: one atomic store per
-// run of values in one bucket, and one for the sum, where RecordOwned
-// makes two per value. An atomic store is a locked exchange on amd64,
-// which waits for every store before it to drain; a QP engine that
-// completes a burst of WRs between writing packets pays for each. Until
-// Flush a Snapshot misses the values gathered, as it misses values in
-// flight. The zero value is ready.
-type Owned struct {
-	h        *Histogram
-	bucket   int
-	n        uint64 // values of the run in bucket
-	sum, max uint64
-}
-
-// Record counts v into h, as h.RecordOwned(v) does once flushed.
-func (o *Owned) Record(h *Histogram, v uint64) {
-	k := bucket(v)
-	switch {
-	case h != o.h:
-		o.Flush()
-		o.h, o.bucket = h, k
-	case k != o.bucket:
-		o.flushRun()
-		o.bucket = k
-	}
-	o.n++
-	o.sum += v
-	o.max = max(o.max, v)
-}
-
-// flushRun publishes the count of the run in o.bucket.
-func (o *Owned) flushRun() {
-	if o.n > 0 {
-		c := &o.h.counts[o.bucket]
-		c.Store(c.Load() + o.n)
-		o.n = 0
-	}
-}
-
-// Flush publishes the values gathered.
-func (o *Owned) Flush() {
-	h := o.h
-	if h == nil {
-		return
-	}
-	o.flushRun()
-	h.sum.Store(h.sum.Load() + o.sum)
-	if o.max > h.max.Load() {
-		h.max.Store(o.max)
-	}
-	*o = Owned{}
-}
-
 // RecordDuration counts d in nanoseconds; a negative d (a clock that
 // stepped back) counts as 0.
 func (h *Histogram) RecordDuration(d time.Duration) {
@@ -164,8 +94,7 @@ func (h *Histogram) Snapshot(s *Snapshot) {
 	s.Max = h.max.Load()
 }
 
-// Add adds a snapshot's values to the histogram: how a device keeps the
-// latencies of QPs that are gone.
+// Add adds a snapshot's values to the histogram.
 func (h *Histogram) Add(s *Snapshot) {
 	for i, c := range s.Counts {
 		if c != 0 {
