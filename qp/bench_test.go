@@ -95,18 +95,7 @@ func benchManyQPs(b *testing.B, prepare func(p *pair), setup func(p *pair, x *QP
 			}
 			qa := []*QP{p.a.qp}
 			for i := 1; i < n; i++ {
-				x, err := p.a.e.CreateQP(QPConfig{PD: 1, SendCQ: p.a.scq, RecvCQ: p.a.rcq, MaxSendWR: 4, MaxRecvWR: 1})
-				if err != nil {
-					b.Fatal(err)
-				}
-				y, err := p.b.e.CreateQP(QPConfig{PD: 1, SendCQ: p.b.scq, RecvCQ: p.b.rcq, MaxSendWR: 4, MaxRecvWR: 1})
-				if err != nil {
-					b.Fatal(err)
-				}
-				sa, sb := &side{l: p.a.l, e: p.a.e, qp: x}, &side{l: p.b.l, e: p.b.e, qp: y}
-				cfg := pairConfig{mtu: 1024, retry: 7, rnrRetry: 7, timeout: 14, rdAtomic: 1}
-				p.connect(sa, sb, cfg, 0x100)
-				p.connect(sb, sa, cfg, 0x200)
+				x, _ := p.extraQP(4, 0)
 				if setup != nil {
 					setup(p, x)
 				}

@@ -101,6 +101,25 @@ func (p *pair) newSide(l *pipe.Link, cfg pairConfig) *side {
 	return s
 }
 
+// extraQP makes and connects another QP pair on p's engines, of one SGE,
+// MaxSendWR send WRs and MaxInline inline bytes on the requester's side.
+func (p *pair) extraQP(sendWR, inline int) (x, y *QP) {
+	p.t.Helper()
+	x, err := p.a.e.CreateQP(QPConfig{PD: 1, SendCQ: p.a.scq, RecvCQ: p.a.rcq, MaxSendWR: sendWR, MaxRecvWR: 1, MaxInline: inline})
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	y, err = p.b.e.CreateQP(QPConfig{PD: 1, SendCQ: p.b.scq, RecvCQ: p.b.rcq, MaxSendWR: sendWR, MaxRecvWR: 1})
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	sa, sb := &side{l: p.a.l, e: p.a.e, qp: x}, &side{l: p.b.l, e: p.b.e, qp: y}
+	cfg := pairConfig{mtu: 1024, retry: 7, rnrRetry: 7, timeout: 14, rdAtomic: 1}
+	p.connect(sa, sb, cfg, 0x100)
+	p.connect(sb, sa, cfg, 0x200)
+	return x, y
+}
+
 func (p *pair) connect(s, peer *side, cfg pairConfig, psn uint32) {
 	p.t.Helper()
 	// PSNs start near the wrap so long runs cross it.

@@ -10,18 +10,7 @@ import (
 // with its own bytes, never a slot's earlier SGE or inline data.
 func TestOneSGEWQEReuse(t *testing.T) {
 	p := newPair(t, pairConfig{mtu: 1024, retry: 7, rnrRetry: 7})
-	x, err := p.a.e.CreateQP(QPConfig{PD: 1, SendCQ: p.a.scq, RecvCQ: p.a.rcq, MaxSendWR: 2, MaxRecvWR: 1, MaxInline: 64})
-	if err != nil {
-		t.Fatal(err)
-	}
-	y, err := p.b.e.CreateQP(QPConfig{PD: 1, SendCQ: p.b.scq, RecvCQ: p.b.rcq, MaxSendWR: 2, MaxRecvWR: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sa, sb := &side{l: p.a.l, e: p.a.e, qp: x}, &side{l: p.b.l, e: p.b.e, qp: y}
-	cfg := pairConfig{mtu: 1024, retry: 7, rnrRetry: 7, timeout: 14, rdAtomic: 1}
-	p.connect(sa, sb, cfg, 0x100)
-	p.connect(sb, sa, cfg, 0x200)
+	x, _ := p.extraQP(2, 64)
 	inline := []bool{false, true, true, false, false, true, false, true}
 	for i, in := range inline {
 		src := 4096 + 64*i
