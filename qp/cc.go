@@ -77,11 +77,12 @@ type ccState struct {
 	cfg   cc.Config // as selected, for a QP reset
 	// sent holds the send time of the packet whose PSN is the slot, on
 	// the engine's clock (monoClock), for RTT samples; 0 for a
-	// retransmitted packet (Karn's rule). A send reaches its slot when
-	// a later one takes its place in the QP's lastSent before its ACK. Eight bytes a slot rather than
-	// a time.Time's 24 keep the ring at 1 KiB a QP. The engine's clock
-	// counts by time.Time's Sub, which takes the monotonic readings of
-	// the caller's clock, so a step of the wall clock cannot bend it.
+	// retransmitted packet (Karn's rule). A send reaches its slot when a
+	// later one takes its place in the QP's lastSent before its ACK. Eight
+	// bytes a slot rather than a time.Time's 24 keep the ring at 1 KiB a QP.
+	// The engine's clock counts by time.Time's Sub, which takes the
+	// monotonic readings of the caller's clock, so a step of the wall clock
+	// cannot bend it.
 	sent [maxUnackedPSNs]int64
 }
 

@@ -238,7 +238,7 @@ type QP struct {
 	// owes responses, and what the responder touches for a WRITE.
 	resp   responder
 	rq     recvQueue
-	recvCQ *CQ // QPConfig.RecvCQ, beside rq: a receive completion's
+	recvCQ *CQ // QPConfig.RecvCQ, beside rq: a receive completion reads both
 	// Counters count this QP's traffic and events; the per-packet ones
 	// come first, in one line.
 	Counters Counters

@@ -11,8 +11,8 @@ import (
 // its completion in the engine (the ACK or response that completed it
 // arriving), whether or not the application has polled it yet. It is on
 // by default: recording costs a few plain stores per signaled completion
-// into the engine's latency table (hist.Table), with no lock and no
-// allocation once a latency's bucket is in use. Quantiles are within
+// into the engine's latency table (hist.Table), with no lock, and no
+// allocation once the QP's latencies have reached their octave. Quantiles are within
 // 1.6 % of the true value (see package hist).
 type LatencySnapshot struct {
 	// Hist holds the latencies in nanoseconds.

@@ -33,9 +33,6 @@ type row [sub][rowLen]uint64
 
 type slotStat struct{ sum, max uint64 }
 
-// Len returns the number of slots.
-func (t *Table) Len() int { return len(t.stats) }
-
 // Grow makes slots [0, n) recordable; it never shrinks the table. A new
 // slot is empty.
 func (t *Table) Grow(n int) {
