@@ -159,7 +159,14 @@ func (e *Engine) CreateQP(cfg QPConfig) (*QP, error) {
 	if cfg.MaxRecvSGE <= 0 {
 		cfg.MaxRecvSGE = 1
 	}
-	b := new(qpBlock)
+	var b *qpBlock
+	var ring []sendWQE
+	if ringSize(cfg.MaxSendWR) <= smallRing {
+		sb := new(qpBlockSmall)
+		b, ring = &sb.qpBlock, sb.sq[:ringSize(cfg.MaxSendWR)]
+	} else {
+		b = new(qpBlock)
+	}
 	q := &b.qp
 	*q = QP{e: e, cc: &b.cc,
 		typ: cfg.Type, pd: cfg.PD, sendCQ: cfg.SendCQ, recvCQ: cfg.RecvCQ, signalAll: cfg.SignalAll,
@@ -198,7 +205,10 @@ func (e *Engine) CreateQP(cfg QPConfig) (*QP, error) {
 		q.ack = ackDelays
 	}
 	ss := ringSize(cfg.MaxSendWR)
-	q.sq = sendQueue{wqes: make([]sendWQE, ss), mask: uint32(ss - 1), size: uint32(cfg.MaxSendWR), maxSGE: uint32(cfg.MaxSendSGE)}
+	if ring == nil {
+		ring = make([]sendWQE, ss)
+	}
+	q.sq = sendQueue{wqes: ring, mask: uint32(ss - 1), size: uint32(cfg.MaxSendWR), maxSGE: uint32(cfg.MaxSendSGE)}
 	for i := range q.sq.wqes {
 		w := &q.sq.wqes[i]
 		if cfg.MaxSendSGE == 1 {

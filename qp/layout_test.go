@@ -17,6 +17,7 @@ import (
 func TestQPLayout(t *testing.T) {
 	var q QP
 	var b qpBlock
+	var sb qpBlockSmall
 	// The runtime's size classes above 512 bytes are multiples of 64
 	// and an object with pointers that large starts 8 bytes into its
 	// slot, after its type header (Go 1.22's allocation headers): a
@@ -55,6 +56,7 @@ func TestQPLayout(t *testing.T) {
 			line(ctr) != line(ctr-1) && line(ctr) == line(ctr+unsafe.Offsetof(q.Counters.CompletedRecvs)+7)},
 		{"a send WQE is four lines", unsafe.Sizeof(sendWQE{}) == 256},
 		{"a one-SGE WQE's SGL lies in its first three lines", unsafe.Offsetof(sendWQE{}.mrBuf)+8+8 <= 192},
+		{"a small ring's WQEs start lines", line(unsafe.Offsetof(sb.sq)) != line(unsafe.Offsetof(sb.sq)-1)},
 		{"cc starts a line", line(unsafe.Offsetof(b.cc)) != line(unsafe.Offsetof(b.cc)-1)},
 		{"an unpaced QP's cc fields take one line", line(unsafe.Offsetof(b.cc)+unsafe.Offsetof(b.cc.ackReqAt)+23) == line(unsafe.Offsetof(b.cc))},
 	} {
