@@ -57,6 +57,9 @@ func TestQPLayout(t *testing.T) {
 		{"a send WQE is four lines", unsafe.Sizeof(sendWQE{}) == 256},
 		{"a one-SGE WQE's SGL lies in its first three lines", unsafe.Offsetof(sendWQE{}.mrBuf)+8+8 <= 192},
 		{"a small ring's WQEs start lines", line(unsafe.Offsetof(sb.sq)) != line(unsafe.Offsetof(sb.sq)-1)},
+		// The 4096-byte size class's objects are pages: a block that
+		// outgrew it would straddle two.
+		{"a block with its small ring, and its type header, fit in a page", unsafe.Sizeof(sb)+8 <= 4096},
 		{"cc starts a line", line(unsafe.Offsetof(b.cc)) != line(unsafe.Offsetof(b.cc)-1)},
 		{"an unpaced QP's cc fields take one line", line(unsafe.Offsetof(b.cc)+unsafe.Offsetof(b.cc.ackReqAt)+23) == line(unsafe.Offsetof(b.cc))},
 	} {
