@@ -159,13 +159,14 @@ func (e *Engine) CreateQP(cfg QPConfig) (*QP, error) {
 	if cfg.MaxRecvSGE <= 0 {
 		cfg.MaxRecvSGE = 1
 	}
+	ss := ringSize(cfg.MaxSendWR)
 	var b *qpBlock
 	var ring []sendWQE
-	if ringSize(cfg.MaxSendWR) <= smallRing {
+	if ss <= smallRing {
 		sb := new(qpBlockSmall)
-		b, ring = &sb.qpBlock, sb.sq[:ringSize(cfg.MaxSendWR)]
+		b, ring = &sb.qpBlock, sb.sq[:ss]
 	} else {
-		b = new(qpBlock)
+		b, ring = new(qpBlock), make([]sendWQE, ss)
 	}
 	q := &b.qp
 	*q = QP{e: e, cc: &b.cc,
@@ -203,10 +204,6 @@ func (e *Engine) CreateQP(cfg QPConfig) (*QP, error) {
 	q.ackTimer = timer{idx: -1, qp: q, kind: timerAck}
 	if cfg.AckDelay > 0 {
 		q.ack = ackDelays
-	}
-	ss := ringSize(cfg.MaxSendWR)
-	if ring == nil {
-		ring = make([]sendWQE, ss)
 	}
 	q.sq = sendQueue{wqes: ring, mask: uint32(ss - 1), size: uint32(cfg.MaxSendWR), maxSGE: uint32(cfg.MaxSendSGE)}
 	for i := range q.sq.wqes {
