@@ -673,17 +673,18 @@ func (e *Engine) ackBurst(q *QP, psn bth.PSN, recv bool) {
 		e.sendAck(q, bth.ACK(bth.CreditsInvalid), psn)
 		return
 	}
-	a := r.ackDue
-	if !a.set || q.ack&ackHeld != 0 {
+	// Field by field, never the whole pendingAck: the previous request
+	// of the burst has just stored these fields one by one, and a wider
+	// load over several of those stores (as a copy, or a literal built
+	// on the stack, makes) cannot be forwarded from them and waits.
+	d := &r.ackDue
+	set := d.set
+	if !set || q.ack&ackHeld != 0 {
 		// A held ACK is decided on again at this burst's end.
 		q.ack &^= ackHeld
 		e.acks = append(e.acks, q)
 	}
-	// Field by field (held stays): a literal is built on the stack in
-	// byte stores and copied in an 8-byte load that cannot be forwarded
-	// from them, a stall of about 6 ns a burst.
-	d := &r.ackDue
-	d.set, d.recv, d.syn, d.psn, d.msn = true, recv && (!a.set || a.recv), bth.ACK(bth.CreditsInvalid), psn, r.msn
+	d.set, d.recv, d.syn, d.psn, d.msn = true, recv && (!set || d.recv), bth.ACK(bth.CreditsInvalid), psn, r.msn
 }
 
 // ackSkip is how many ACKs that could be held a QP sends at once after a
