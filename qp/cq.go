@@ -35,17 +35,10 @@ func (c *CQ) Len() int { return int(c.tail - c.head) }
 // Cap returns the CQ's capacity.
 func (c *CQ) Cap() int { return int(c.capacity) }
 
-func (c *CQ) push(wc *Completion) {
-	if slot := c.slot(); slot != nil {
-		*slot = *wc
-		c.commit()
-	}
-}
-
 // slot returns the ring's next entry for a completion to be written in
 // place, with commit after, or nil when the ring is full (which sets
-// Overflowed, as push does): a completion written field by field is not
-// built on the stack and copied.
+// Overflowed): a completion written field by field is not built on the
+// stack and copied.
 func (c *CQ) slot() *Completion {
 	if c.tail-c.head >= c.capacity {
 		c.Overflowed = true

@@ -179,7 +179,7 @@ func (e *Engine) executeExt(q *QP, p *bth.Packet, info *bth.OpcodeInfo, psn bth.
 	}
 	r.msn++
 	res := r.newResource()
-	*res = resource{kind: kind, firstPSN: psn, lastPSN: psn, va: r.va, rkey: r.rkey, msn: r.msn}
+	res.set(kind, psn, psn, r.va, r.rkey, 0, 0, r.msn)
 	r.psn = psn.Next()
 	r.ackPSN = r.psn // rxe's ack_psn, as for an atomic
 	r.opcode = opNone

@@ -76,6 +76,15 @@ type resource struct {
 	sent              bool   // its response went out in full once
 }
 
+// set makes res a new resource, neither owed nor sent. Field by field:
+// a resource literal is built on the stack in small stores and copied in
+// 16-byte loads, which cannot be forwarded from those stores and wait for
+// them to reach the cache.
+func (res *resource) set(kind resKind, first, last bth.PSN, va uint64, rkey, length uint32, orig uint64, msn uint32) {
+	res.kind, res.firstPSN, res.lastPSN, res.va, res.rkey = kind, first, last, va, rkey
+	res.length, res.orig, res.msn, res.owed, res.sent = length, orig, msn, false, false
+}
+
 // respState is a step of the responder (rxe's enum resp_states), in the
 // order rxe checks a request.
 type respState uint8
@@ -496,7 +505,7 @@ func (e *Engine) execute(q *QP, p *bth.Packet, info *bth.OpcodeInfo, psn bth.PSN
 		if r.length > 0 {
 			npkts = int((uint64(r.length) + uint64(q.mtu) - 1) / uint64(q.mtu))
 		}
-		*res = resource{kind: resRead, firstPSN: psn, lastPSN: psn.Add(npkts - 1), va: r.va, rkey: r.rkey, length: r.length, msn: r.msn}
+		res.set(resRead, psn, psn.Add(npkts-1), r.va, r.rkey, r.length, 0, r.msn)
 		r.psn = psn.Add(npkts)
 		r.opcode = opNone
 		e.oweResponse(q, res, psn, r.va, r.length)
@@ -519,7 +528,7 @@ func (e *Engine) execute(q *QP, p *bth.Packet, info *bth.OpcodeInfo, psn bth.PSN
 		}
 		r.msn++
 		res := r.newResource()
-		*res = resource{kind: resAtomic, firstPSN: psn, lastPSN: psn, va: r.va, rkey: r.rkey, length: 8, orig: orig, msn: r.msn}
+		res.set(resAtomic, psn, psn, r.va, r.rkey, 8, orig, r.msn)
 		r.psn = psn.Next()
 		r.opcode = opNone
 		e.oweResponse(q, res, psn, 0, 0)
@@ -664,14 +673,18 @@ func (e *Engine) ackBurst(q *QP, psn bth.PSN, recv bool) {
 		e.sendAck(q, bth.ACK(bth.CreditsInvalid), psn)
 		return
 	}
-	a := r.ackDue
-	if !a.set || q.ack&ackHeld != 0 {
+	// Field by field, never the whole pendingAck: the previous request
+	// of the burst has just stored these fields one by one, and a wider
+	// load over several of those stores (as a copy, or a literal built
+	// on the stack, makes) cannot be forwarded from them and waits.
+	d := &r.ackDue
+	set := d.set
+	if !set || q.ack&ackHeld != 0 {
 		// A held ACK is decided on again at this burst's end.
 		q.ack &^= ackHeld
 		e.acks = append(e.acks, q)
 	}
-	r.ackDue = pendingAck{set: true, recv: recv && (!a.set || a.recv), held: a.held,
-		syn: bth.ACK(bth.CreditsInvalid), psn: psn, msn: r.msn}
+	d.set, d.recv, d.syn, d.psn, d.msn = true, recv && (!set || d.recv), bth.ACK(bth.CreditsInvalid), psn, r.msn
 }
 
 // ackSkip is how many ACKs that could be held a QP sends at once after a

@@ -203,22 +203,7 @@ func (e *Engine) receiveDatagram(q *QP, p *bth.Packet, lp *link.Packet) {
 // completeDatagram retires the receive WQE in progress with a datagram's
 // completion.
 func (q *QP) completeDatagram(w *recvWQE, st WCStatus, byteLen, imm uint32, flags WCFlags, srcQP uint32, lp *link.Packet) {
-	wc := Completion{
-		WRID:    w.id,
-		Status:  st,
-		Opcode:  WCRecv,
-		Flags:   flags,
-		ByteLen: byteLen,
-		Imm:     imm,
-		QPN:     q.qpn,
-		SrcQP:   srcQP,
-		SrcGID:  lp.Remote.Unmap(),
-	}
-	q.retireRecv()
-	if st == WCSuccess {
-		q.Counters.CompletedRecvs++
-	}
-	q.recvCQ.push(&wc)
+	q.retireRecvWQE(w, st, WCRecv, byteLen, imm, flags, srcQP, lp.Remote.Unmap())
 }
 
 // buildGRH writes the 40-byte GRH of a received datagram the way rxe

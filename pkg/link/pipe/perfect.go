@@ -48,7 +48,13 @@ func (w *perfect) Send(now time.Time, fl flight) {
 		clear(w.q[n:])
 		w.q, w.head = w.q[:n], 0
 	}
-	w.q = append(w.q, inFlight{fl, now})
+	// Grown by a zero entry and then filled: appending an inFlight
+	// literal builds it on the stack and copies it in 16-byte loads that
+	// cannot be forwarded from the stores that built it (about 8 ns a
+	// packet in qp's BenchmarkBandwidth).
+	w.q = append(w.q, inFlight{})
+	e := &w.q[len(w.q)-1]
+	e.fl, e.at = fl, now
 }
 
 func (w *perfect) ReleaseHeld(time.Time) {}

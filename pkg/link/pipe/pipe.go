@@ -222,6 +222,12 @@ func (l *Link) send(pkts []*link.Packet) (int, error) {
 	now := s.now()
 	d := s.dir[l.side]
 	peer := s.ends[1-l.side]
+	// Two passes: every packet's IP and UDP headers, then every ICRC.
+	// The ICRC reads the headers in 8-byte words that span the header
+	// stores just made, and a load that spans two stores still in the
+	// store buffer cannot be forwarded: it waits for them to reach the
+	// cache. Hashing a packet right after its headers cost about 8 ns
+	// more per 64-byte WRITE in BenchmarkBandwidth.
 	for i, p := range pkts {
 		if l.closed {
 			fail(i, errClosed)
@@ -245,9 +251,14 @@ func (l *Link) send(pkts []*link.Packet) (int, error) {
 			fail(i, errTooBig)
 			continue
 		}
-		ip := l.hdr.Put(p.Buf, p.Off, p.Len, p.TOS, l.ipID, sport)
+		l.hdr.Put(p.Buf, p.Off, p.Len, p.TOS, l.ipID, sport)
 		l.ipID++
-		end := p.Off + p.Len
+	}
+	for i, p := range pkts {
+		if p == nil {
+			continue
+		}
+		ip, end := p.Off-l.hl, p.Off+p.Len
 		if err := bth.PutICRC(p.Buf[ip:end]); err != nil {
 			fail(i, fmt.Errorf("pipe: %w", err))
 			continue
