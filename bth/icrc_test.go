@@ -32,14 +32,14 @@ func TestICRCMatchesNaive(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for i := range 5000 {
 		ipLen := IPv6Len
-		b := make([]byte, 0, 200)
+		b := make([]byte, 0, 300)
 		if i%2 == 0 {
 			ipLen = 4 * (5 + r.IntN(11))
 			b = append(b, byte(0x40|ipLen/4))
 		} else {
 			b = append(b, byte(0x60|r.IntN(16)))
 		}
-		n := ipLen + UDPLen + BTHLen + r.IntN(100) + ICRCLen
+		n := ipLen + UDPLen + BTHLen + r.IntN(200) + ICRCLen
 		for len(b) < n {
 			b = append(b, byte(r.Uint32()))
 		}
