@@ -81,9 +81,14 @@ func (e *Engine) nextResponse(q *QP) {
 	r.rdRes = nil
 	var next *resource
 	if n := len(r.res); n > 0 {
-		i := resIndex(r.res, done)
-		for k := 1; k < n; k++ {
-			if c := &r.res[(i+k)%n]; c.owed {
+		// In ring order from the one after done; the index wraps by a
+		// compare, not a division per step (a division is tens of
+		// cycles, and a READ's last response scans the whole ring).
+		for k, j := 1, resIndex(r.res, done)+1; k < n; k, j = k+1, j+1 {
+			if j == n {
+				j = 0
+			}
+			if c := &r.res[j]; c.owed {
 				next = c
 				break
 			}
