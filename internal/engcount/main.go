@@ -175,8 +175,17 @@ func report(w io.Writer, rows []row, top int) {
 		if i == top {
 			break
 		}
-		fmt.Fprintf(w, "%10.1f %8.2f %8.2f  %s\n", r.c[0], r.c[1], r.c[2], r.name)
+		fmt.Fprintf(w, "%10.1f %8.2f %8.2f  %s\n", r.c[0], zero(r.c[1]), zero(r.c[2]), r.name)
 	}
+}
+
+// zero rounds a difference that is nothing but setup noise, which
+// prints as -0.00, to 0.
+func zero(v float64) float64 {
+	if v > -0.005 && v < 0.005 {
+		return 0
+	}
+	return v
 }
 
 func main() {
