@@ -388,6 +388,10 @@ func (q *QP) PostSend(now time.Time, wr *SendWR) error {
 		w.sgeBuf[0] = wr.SGL[0]
 		w.sge = w.sgeBuf[:1]
 		length = uint64(wr.SGL[0].Length)
+	case len(wr.SGL) == 1:
+		// One element appended, not a slice: no call to memmove.
+		w.sge = append(w.sge[:0], wr.SGL[0])
+		length = uint64(wr.SGL[0].Length)
 	default:
 		w.sge = append(w.sge[:0], wr.SGL...)
 		for i := range wr.SGL {

@@ -32,8 +32,10 @@ var (
 // Send still writes the IP and UDP headers and the ICRC, Recv still
 // parses and verifies them.
 type perfect struct {
-	q    []inFlight // from head on
-	head int
+	// q is a ring whose length is a power of two (or zero): the packets
+	// in flight are q[i&(len(q)-1)] for head <= i < tail.
+	q          []inFlight
+	head, tail uint
 }
 
 type inFlight struct {
@@ -42,40 +44,50 @@ type inFlight struct {
 }
 
 func (w *perfect) Send(now time.Time, fl flight) {
-	if len(w.q) == cap(w.q) && w.head > 0 {
-		// Reuse the delivered front rather than grow.
-		n := copy(w.q, w.q[w.head:])
-		clear(w.q[n:])
-		w.q, w.head = w.q[:n], 0
+	if w.tail-w.head == uint(len(w.q)) {
+		w.grow()
 	}
-	// Grown by a zero entry and then filled: appending an inFlight
-	// literal builds it on the stack and copies it in 16-byte loads that
-	// cannot be forwarded from the stores that built it (170 ms of 3.6 s
-	// in the profile of qp's BenchmarkBandwidth/RDMA_WRITE/64).
-	w.q = append(w.q, inFlight{})
-	e := &w.q[len(w.q)-1]
+	// Filled field by field: an inFlight literal is built on the stack
+	// and copied in 16-byte loads that cannot be forwarded from the
+	// stores that built it (170 ms of 3.6 s in the profile of qp's
+	// BenchmarkBandwidth/RDMA_WRITE/64).
+	e := &w.q[w.tail&uint(len(w.q)-1)]
 	e.fl, e.at = fl, now
+	w.tail++
+}
+
+// grow doubles the ring, or makes its first 64 entries.
+func (w *perfect) grow() {
+	q := make([]inFlight, max(2*len(w.q), 64))
+	for i := w.head; i != w.tail; i++ {
+		q[i-w.head] = w.q[i&uint(len(w.q)-1)]
+	}
+	w.q, w.head, w.tail = q, 0, w.tail-w.head
 }
 
 func (w *perfect) ReleaseHeld(time.Time) {}
 
 func (w *perfect) Deliver(now time.Time) (flight, bool) {
-	if w.head == len(w.q) || w.q[w.head].at.After(now) {
+	if w.head == w.tail {
 		return flight{}, false
 	}
-	fl := w.q[w.head].fl
-	w.q[w.head] = inFlight{}
-	if w.head++; w.head == len(w.q) {
-		w.q, w.head = w.q[:0], 0
+	e := &w.q[w.head&uint(len(w.q)-1)]
+	if e.at.After(now) {
+		return flight{}, false
 	}
+	fl := e.fl
+	// The buffer is the receiver's now: the ring keeps no pointer to
+	// it. The pool is every entry's and stays.
+	e.fl.p = nil
+	w.head++
 	return fl, true
 }
 
 func (w *perfect) Next() (time.Time, bool) {
-	if w.head == len(w.q) {
+	if w.head == w.tail {
 		return time.Time{}, false
 	}
-	return w.q[w.head].at, true
+	return w.q[w.head&uint(len(w.q)-1)].at, true
 }
 
 func (w *perfect) Due(now time.Time) (time.Time, bool) {
@@ -84,11 +96,11 @@ func (w *perfect) Due(now time.Time) (time.Time, bool) {
 }
 
 func (w *perfect) Discard() {
-	for _, f := range w.q[w.head:] {
-		f.fl.Free()
+	for ; w.head != w.tail; w.head++ {
+		e := &w.q[w.head&uint(len(w.q)-1)]
+		e.fl.Free()
+		e.fl.p = nil
 	}
-	clear(w.q)
-	w.q, w.head = w.q[:0], 0
 }
 
 func (w *perfect) Stats() netem.Stats { return netem.Stats{} }
