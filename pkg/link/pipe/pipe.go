@@ -41,7 +41,7 @@ type Config struct {
 	AtoB, BtoA netem.Faults
 	// Seed seeds the fault injector.
 	Seed uint64
-	// Clock, when set, is the pipe's clock.
+	// Clock, when set, is the pipe's clock; it must not go back.
 	Clock func() time.Time
 	// Manual, when set and Clock is not, makes the pipe's clock the time
 	// last passed to Advance (starting at the zero Time).
