@@ -60,6 +60,15 @@ func (e *Engine) runRequester(q *QP, budget int) bool {
 	if q.req.needRetry && !q.req.waitRNR {
 		q.retry()
 	}
+	var b sentBurst
+	more := e.runRC(q, budget, &b)
+	e.armBurst(q, &b)
+	return more
+}
+
+// runRC is runRequester's loop for an RC QP; b gathers what the ACK timer
+// needs of the requests sent, for runRequester to arm it once.
+func (e *Engine) runRC(q *QP, budget int, b *sentBurst) bool {
 	for {
 		if q.req.waitRNR || q.sq.next == q.sq.tail {
 			return false
@@ -88,6 +97,7 @@ func (e *Engine) runRequester(q *QP, budget int) bool {
 				// reaches it, completed in order behind what is
 				// still outstanding.
 				if st := e.executeLocal(q, w); st != WCSuccess {
+					e.armBurst(q, b) // before fail stops the timer
 					q.fail(w, st)
 					return false
 				}
@@ -106,6 +116,7 @@ func (e *Engine) runRequester(q *QP, budget int) bool {
 			}
 			if !w.validated {
 				if st := e.validateSendWQE(q, w); st != WCSuccess {
+					e.armBurst(q, b)
 					q.fail(w, st)
 					return false
 				}
@@ -126,7 +137,7 @@ func (e *Engine) runRequester(q *QP, budget int) bool {
 			if e.ccHold(q, w) {
 				return false // the pacer's timer or an ACK schedules us
 			}
-			if !e.sendRequest(q, w) {
+			if !e.sendRequest(q, w, b) {
 				return true // no buffer: try again next turn
 			}
 			budget--
@@ -255,7 +266,7 @@ func nextOpcode(op WROpcode, first, last bool) bth.Opcode {
 
 // sendRequest builds and sends the next packet of w. It reports false
 // when no buffer was free.
-func (e *Engine) sendRequest(q *QP, w *sendWQE) bool {
+func (e *Engine) sendRequest(q *QP, w *sendWQE, b *sentBurst) bool {
 	if q.ack&ackHeld != 0 {
 		// The held ACK leaves first, in the same transmit (holdAck).
 		e.flushAck(q)
@@ -301,7 +312,7 @@ func (e *Engine) sendRequest(q *QP, w *sendWQE) bool {
 	} else {
 		w.state = wqeProcessing
 	}
-	e.armRetrans(q, ackReq, retransmit, psn, newest)
+	b.sent(ackReq, retransmit, psn, newest)
 	return true
 }
 
