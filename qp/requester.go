@@ -134,7 +134,7 @@ func (e *Engine) runRC(q *QP, budget int, b *sentBurst) bool {
 			if budget == 0 {
 				return true
 			}
-			if e.ccHold(q, w) {
+			if !q.ccNone && e.ccHold(q, w) {
 				return false // the pacer's timer or an ACK schedules us
 			}
 			if !e.sendRequest(q, w, b) {
@@ -285,9 +285,11 @@ func (e *Engine) sendRequest(q *QP, w *sendWQE, b *sentBurst) bool {
 	} else if lp, payload, last, ackReq = e.buildRequest(q, w, psn, w.offset, 0, false); lp == nil {
 		return false
 	}
+	t := e.nowNS // the send time for RTT samples; 0 for none (Karn)
 	retransmit := psn.Before(q.req.highPSN)
 	if retransmit {
 		q.Counters.Retransmits++
+		t = 0
 	}
 	if q.selective() {
 		q.sr.srSent(psn)
@@ -296,7 +298,11 @@ func (e *Engine) sendRequest(q *QP, w *sendWQE, b *sentBurst) bool {
 	if op == WRRead {
 		newest = w.lastPSN
 	}
-	e.ccSent(q, lp.Len+ipUDPLen, newest, retransmit)
+	// ccSent, written out: it is too large to inline.
+	q.sentAt(newest, t)
+	if !q.ccNone {
+		e.ccSentAlg(q, lp.Len+ipUDPLen)
+	}
 	switch {
 	case op == WRRead:
 		q.req.psn = w.lastPSN.Next()
