@@ -91,6 +91,9 @@ func (p *Packet) Payload() []byte {
 	return p.b[o : o+p.pay]
 }
 
+// PayloadLen returns len(p.Payload()) without making the slice.
+func (p *Packet) PayloadLen() int { return p.pay }
+
 // CutFront takes the first n bytes off the payload and returns them, or
 // nil when the payload is shorter: a header that travels in the payload,
 // as selective repeat's placement header does (sr.go).

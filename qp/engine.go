@@ -392,7 +392,7 @@ func (e *Engine) receiveOne(lp *link.Packet) {
 		return
 	}
 	q.Counters.RxPackets++
-	q.Counters.RxBytes += uint64(len(p.Payload()))
+	q.Counters.RxBytes += uint64(p.PayloadLen())
 	if svc == bth.ServiceUD {
 		e.receiveDatagram(q, p, lp)
 		return
