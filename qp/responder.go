@@ -280,7 +280,7 @@ func (e *Engine) respondWrite(q *QP, p *bth.Packet, h bth.BTH, psn bth.PSN, op b
 	r := &q.resp
 	if op-bth.RCWriteFirst > bth.RCWriteOnly-bth.RCWriteFirst || op == bth.RCWriteLastImm ||
 		psn != r.psn || q.selective() || h.Placed() || q.access&AccessRemoteWrite == 0 ||
-		!opSeqOK(r.opcode, op) {
+		!writeSeqOK(r.opcode, op) {
 		return false
 	}
 	data := p.Payload()
@@ -365,6 +365,16 @@ func opSeqOK(prev, op bth.Opcode) bool {
 		return false
 	}
 	return op.Has(bth.First) || !op.Has(bth.Send) && !op.Has(bth.Write)
+}
+
+// writeSeqOK is opSeqOK for op a WRITE opcode without immediate (First,
+// Middle, Last or Only), in a few instructions rather than a call: a
+// Middle or Last continues a WRITE in progress, a First or Only starts
+// one where no message is in progress.
+func writeSeqOK(prev, op bth.Opcode) bool {
+	inWrite := prev == bth.RCWriteFirst || prev == bth.RCWriteMiddle
+	inSend := prev == bth.RCSendFirst || prev == bth.RCSendMiddle
+	return !inSend && inWrite == (op == bth.RCWriteMiddle || op == bth.RCWriteLast)
 }
 
 // classC records a class C error (IBA 9.9.3.1.2): the request is NAKed with
