@@ -413,7 +413,11 @@ func (e *Engine) receiveOne(lp *link.Packet) {
 			q.Counters.Dropped++
 			return
 		}
-		e.respond(q, p)
+		// The common request, a WRITE in order, is taken without
+		// respond's larger frame.
+		if !e.respondWrite(q, p, h, h.PSN(), p.Opcode()) {
+			e.respond(q, p)
+		}
 		return
 	}
 	if !q.state.sends() {

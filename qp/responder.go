@@ -106,15 +106,13 @@ const (
 	respDone
 )
 
-// respond processes one request packet (rxe's rxe_responder).
+// respond processes one request packet (rxe's rxe_responder) that
+// respondWrite did not take.
 func (e *Engine) respond(q *QP, p *bth.Packet) {
 	r := &q.resp
 	h := p.BTH()
 	psn := h.PSN()
 	op := p.Opcode()
-	if e.respondWrite(q, p, h, psn, op) {
-		return
-	}
 	info := p.Info()
 	var pl bth.SRPlace
 	if info.Mask&(bth.Write|bth.HasRETH) == bth.Write && (q.selective() || h.Placed()) {
@@ -263,7 +261,8 @@ func (e *Engine) respond(q *QP, p *bth.Packet) {
 	}
 }
 
-// respondWrite is respond's path for the common request: an RC WRITE
+// respondWrite is the responder's path for the common request, which
+// receiveOne tries before respond: an RC WRITE
 // without immediate data (FIRST, MIDDLE, LAST or ONLY) at the expected PSN
 // on a QP without selective repeat. It makes the checks of respond's
 // states in their order (PSN, opcode sequence, access, length, R_Key,
