@@ -228,7 +228,13 @@ func (l *Link) send(pkts []*link.Packet) (int, error) {
 	// its headers cost about 8 ns more per 64-byte WRITE in
 	// BenchmarkBandwidth.
 	for _, p := range pkts {
-		l.putHeaders(p)
+		// putHeaders, written out: it is too large to inline.
+		sport := p.SrcPort
+		if sport == 0 {
+			sport = defaultSrcPort
+		}
+		l.hdr.Put(p.Buf, p.Off, p.Len, p.TOS, l.ipID, sport)
+		l.ipID++
 	}
 	w.reserve(s.now(), len(pkts))
 	sent := 0
@@ -271,11 +277,14 @@ func (l *Link) check(p *link.Packet) error {
 	return nil
 }
 
+// defaultSrcPort is the UDP source port of a packet that names none.
+const defaultSrcPort = 0xc000
+
 // putHeaders writes p's IP and UDP headers in front of it.
 func (l *Link) putHeaders(p *link.Packet) {
 	sport := p.SrcPort
 	if sport == 0 {
-		sport = 0xc000
+		sport = defaultSrcPort
 	}
 	l.hdr.Put(p.Buf, p.Off, p.Len, p.TOS, l.ipID, sport)
 	l.ipID++
