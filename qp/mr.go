@@ -184,10 +184,16 @@ func (t *MRTable) Lookup(key, pd uint32, need Access) *MR {
 	if !ok {
 		m = t.lookupCipher(key)
 	}
-	if m == nil || !m.valid || m.win != nil || m.PD != pd || m.Access&need != need {
+	if !m.localOK(pd, need) {
 		return nil
 	}
 	return m
+}
+
+// localOK reports whether m, the region a key names or nil, serves as a
+// local key of pd with every flag in need.
+func (m *MR) localOK(pd uint32, need Access) bool {
+	return m != nil && m.valid && m.win == nil && m.PD == pd && m.Access&need == need
 }
 
 // LookupRemote returns what a request's R_Key reaches on QP qpn of pd: a

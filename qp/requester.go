@@ -191,8 +191,12 @@ func (e *Engine) validateSendWQE(q *QP, w *sendWQE) WCStatus {
 	if len(w.sge) == 1 && w.sge[0].Length != 0 {
 		// The common WR, one SGE: resolveSGL's checks without its loop.
 		g := &w.sge[0]
-		m := e.MRs.Lookup(g.LKey, q.pd, need)
-		if m == nil {
+		// Lookup, written out: it is too large to inline.
+		m, ok := e.MRs.recentMR(g.LKey)
+		if !ok {
+			m = e.MRs.lookupCipher(g.LKey)
+		}
+		if !m.localOK(q.pd, need) {
 			return WCLocProtErr
 		}
 		if _, ok := m.slice(g.Addr, uint64(g.Length)); !ok {
