@@ -448,7 +448,14 @@ func (e *Engine) buildOnly(q *QP, w *sendWQE, psn bth.PSN) *link.Packet {
 	}
 	q.req.noackPkts = 0
 	if w.length > 0 {
-		gather(dst, w, 0)
+		if len(w.sge) == 1 && w.wr.Flags&FlagInline == 0 && w.mrs[0] != nil {
+			// gather's common WR, written out: gather is too
+			// large to inline.
+			src, _ := w.mrs[0].slice(w.sge[0].Addr, uint64(w.sge[0].Length))
+			copy(dst, src)
+		} else {
+			gather(dst, w, 0)
+		}
 	}
 	return lp
 }
