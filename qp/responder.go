@@ -341,7 +341,12 @@ func (e *Engine) respondWrite(q *QP, p *bth.Packet, h bth.BTH, psn bth.PSN, op b
 		r.opcode = opNone
 	}
 	if h.AckReq() {
-		e.ackBurst(q, psn, false)
+		if d := &r.ackDue; d.set && r.rdRes == nil && q.ack&ackHeld == 0 {
+			// ackBurst for a burst's later WRITE, without the call.
+			d.recv, d.syn, d.psn, d.msn = false, bth.ACK(bth.CreditsInvalid), psn, r.msn
+		} else {
+			e.ackBurst(q, psn, false)
+		}
 	}
 	return true
 }
@@ -693,6 +698,8 @@ func (e *Engine) ackBurst(q *QP, psn bth.PSN, recv bool) {
 		q.ack &^= ackHeld
 		e.acks = append(e.acks, q)
 	}
+	// respondWrite makes this store itself for a WRITE after the
+	// burst's first request with AckReq.
 	d.set, d.recv, d.syn, d.psn, d.msn = true, recv && (!set || d.recv), bth.ACK(bth.CreditsInvalid), psn, r.msn
 }
 
