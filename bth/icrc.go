@@ -242,7 +242,7 @@ func PutICRC(ip []byte) error {
 	if err != nil {
 		return err
 	}
-	binary.LittleEndian.PutUint32(ip[len(ip)-ICRCLen:], crc)
+	SetICRC(ip, crc)
 	return nil
 }
 
@@ -253,10 +253,23 @@ func VerifyICRC(ip []byte) error {
 	if err != nil {
 		return err
 	}
-	if got := binary.LittleEndian.Uint32(ip[len(ip)-ICRCLen:]); got != crc {
+	if CarriedICRC(ip) != crc {
 		return errBadICRC
 	}
 	return nil
+}
+
+// SetICRC writes crc into the ICRC field, a datagram's last four bytes.
+// With ICRC it is PutICRC for a link's per-packet loop, which saves a
+// call a packet: PutICRC is too large to inline.
+func SetICRC(ip []byte, crc uint32) {
+	binary.LittleEndian.PutUint32(ip[len(ip)-ICRCLen:], crc)
+}
+
+// CarriedICRC returns the ICRC a datagram carries in its last four bytes.
+// With ICRC it is VerifyICRC for a link's per-packet loop.
+func CarriedICRC(ip []byte) uint32 {
+	return binary.LittleEndian.Uint32(ip[len(ip)-ICRCLen:])
 }
 
 // errBadICRC is built once: verification runs on every received packet.

@@ -91,6 +91,9 @@ func (p *Packet) Payload() []byte {
 	return p.b[o : o+p.pay]
 }
 
+// PayloadLen returns len(p.Payload()) without making the slice.
+func (p *Packet) PayloadLen() int { return p.pay }
+
 // CutFront takes the first n bytes off the payload and returns them, or
 // nil when the payload is shorter: a header that travels in the payload,
 // as selective repeat's placement header does (sr.go).
@@ -202,24 +205,18 @@ func (f *PacketFields) Encode(b []byte, payload []byte) (int, error) {
 // and returns where the payload goes. b must hold bf.Opcode.HeaderLen()
 // bytes; the transport uses this to build headers in front of payload it
 // copies itself.
+//
+// A SEND or RDMA WRITE packet of the RC or UC service, the opcodes that
+// carry a message's data, is written here without the opcode table:
+// their headers lie at fixed places (IBA 9.2 to 9.4: the BTH, a RETH on a
+// WRITE's FIRST or ONLY, the immediate data last), and the BTH's first
+// eight bytes go out in one store. Any other opcode goes to encodeTable.
+// TestEncodeMsgHeaders holds the two to the same bytes.
 func (f *PacketFields) EncodeHeaders(b []byte, bf *BTHFields) int {
-	if n := f.encodeMsgHeaders(b, bf); n > 0 {
-		return n
-	}
-	return f.encodeTable(b, bf)
-}
-
-// encodeMsgHeaders writes the headers of a SEND or RDMA WRITE packet of
-// the RC or UC service, the opcodes that carry a message's data, without
-// the opcode table: their headers lie at fixed places (IBA 9.2 to 9.4: the
-// BTH, a RETH on a WRITE's FIRST or ONLY, the immediate data last), and
-// the BTH's first eight bytes go out in one store. It returns 0 for any
-// other opcode. TestEncodeMsgHeaders holds it to encodeTable's bytes.
-func (f *PacketFields) encodeMsgHeaders(b []byte, bf *BTHFields) int {
 	op := bf.Opcode
 	low := op &^ 0x20 // RC's opcodes are 0x00 to 0x1f, UC's 0x20 to 0x3f
 	if low > RCWriteOnlyImm {
-		return 0
+		return f.encodeTable(b, bf)
 	}
 	_ = b[BTHLen-1]
 	flags := bf.PadCnt<<padShift&padMask | bf.TVer&tverMask

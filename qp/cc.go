@@ -183,12 +183,9 @@ func (q *QP) CCKind() cc.Kind { return q.cc.kind }
 
 // ccHold reports whether the requester must wait before sending w's next
 // packet: for the pacer (then its timer is armed) or for the algorithm's
-// window (then an ACK schedules the QP). The packet's size is looked at
-// only for a QP with congestion control.
+// window (then an ACK schedules the QP). The caller asks only for a QP
+// with congestion control (not ccNone): the check is then no call.
 func (e *Engine) ccHold(q *QP, w *sendWQE) bool {
-	if q.ccNone {
-		return false
-	}
 	s := q.cc
 	if s.inert {
 		return false
@@ -309,27 +306,39 @@ func (e *Engine) ccAckDue(q *QP) bool {
 }
 
 // ccSent accounts a request packet of wire bytes that went out with PSNs
-// up to last: the pacer's tokens, the algorithm's byte counter, the send
-// time for RTT samples.
+// up to last: the send time for RTT samples and, with an algorithm, the
+// pacer's tokens and its byte counter.
 func (e *Engine) ccSent(q *QP, wire int, last bth.PSN, retransmit bool) {
-	s := q.cc
-	if !q.ccNone && s.paced {
-		s.pacer.Take(e.now, wire)
-	}
 	var t int64 // 0: no sample
 	if !retransmit {
 		t = e.nowNS
 	}
-	// The newest send stays in the QP's line; the one it displaces,
-	// not yet acknowledged, goes to the ring. A QP with one request in
-	// flight, as a latency-bound one among thousands, touches no line
-	// of the ring.
+	q.sentAt(last, t)
+	if !q.ccNone {
+		e.ccSentAlg(q, wire)
+	}
+}
+
+// sentAt records the send at t of the request answered up to PSN last.
+// The newest send stays in the QP's line; the one it displaces, not yet
+// acknowledged, goes to the ring. A QP with one request in flight, as a
+// latency-bound one among thousands, touches no line of the ring.
+func (q *QP) sentAt(last bth.PSN, t int64) {
 	c := &q.lastSent
 	if c.held && c.psn != last {
-		s.sent[uint32(c.psn)&(maxUnackedPSNs-1)] = c.at
+		q.cc.sent[uint32(c.psn)&(maxUnackedPSNs-1)] = c.at
 	}
 	c.at, c.psn, c.held = t, last, true
-	if q.ccNone || s.inert {
+}
+
+// ccSentAlg gives the pacer and the algorithm a request packet of wire
+// bytes.
+func (e *Engine) ccSentAlg(q *QP, wire int) {
+	s := q.cc
+	if s.paced {
+		s.pacer.Take(e.now, wire)
+	}
+	if s.inert {
 		return
 	}
 	s.alg.OnSent(e.now, wire)

@@ -290,7 +290,7 @@ func (e *Engine) checkAck(q *QP, w *sendWQE, p *bth.Packet, op bth.Opcode) compS
 			return compError
 		}
 		if w.wr.Opcode != WRRead {
-			if st, ok := extResponse(w, op, len(p.Payload())); ok {
+			if st, ok := extResponse(w, op, p.PayloadLen()); ok {
 				q.resetRetry()
 				return st
 			}
@@ -372,7 +372,7 @@ func (e *Engine) readResponse(q *QP, w *sendWQE, p *bth.Packet, psn bth.PSN) com
 func readFits(q *QP, w *sendWQE, p *bth.Packet, psn bth.PSN) bool {
 	mtu := uint32(q.mtu)
 	off := uint64(psn.Diff(w.firstPSN)) * uint64(mtu)
-	n := len(p.Payload())
+	n := p.PayloadLen()
 	end := off + uint64(n)
 	last := p.Has(bth.Last)
 	if q.sr != nil && psn != w.lastPSN {

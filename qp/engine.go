@@ -392,7 +392,7 @@ func (e *Engine) receiveOne(lp *link.Packet) {
 		return
 	}
 	q.Counters.RxPackets++
-	q.Counters.RxBytes += uint64(len(p.Payload()))
+	q.Counters.RxBytes += uint64(p.PayloadLen())
 	if svc == bth.ServiceUD {
 		e.receiveDatagram(q, p, lp)
 		return
@@ -413,7 +413,11 @@ func (e *Engine) receiveOne(lp *link.Packet) {
 			q.Counters.Dropped++
 			return
 		}
-		e.respond(q, p)
+		// The common request, a WRITE in order, is taken without
+		// respond's larger frame.
+		if !e.respondWrite(q, p, h, h.PSN(), p.Opcode()) {
+			e.respond(q, p)
+		}
 		return
 	}
 	if !q.state.sends() {
@@ -623,18 +627,27 @@ func (e *Engine) newPacket(q *QP, bf *bth.BTHFields, payloadLen int, response bo
 // takes them from the port allocHint at a time: one Alloc, and one lock in
 // a link that has one, per batch rather than per packet.
 func (e *Engine) allocTx() *link.Packet {
-	if e.nextSpare == e.nSpare {
-		want := min(max(e.allocHint, 1), maxAllocBatch)
-		e.nextSpare, e.nSpare = 0, e.port.Alloc(e.spare[:want])
-		if e.nSpare == 0 {
-			return nil
-		}
+	// Small enough to inline. A slot keeps its pointer until the batch
+	// is cleared (allocBatch, endTurn).
+	if e.nextSpare < e.nSpare {
+		e.nextSpare++
+		return e.spare[e.nextSpare-1]
 	}
-	lp := e.spare[e.nextSpare]
-	e.spare[e.nextSpare] = nil
-	e.nextSpare++
-	e.turnPkts++
-	return lp
+	return e.allocBatch()
+}
+
+// allocBatch takes the next batch of transmit buffers from the port and
+// returns its first, or nil when the port has none.
+func (e *Engine) allocBatch() *link.Packet {
+	clear(e.spare[:e.nSpare]) // all taken
+	e.turnPkts += e.nextSpare
+	want := min(max(e.allocHint, 1), maxAllocBatch)
+	e.nextSpare, e.nSpare = 0, e.port.Alloc(e.spare[:want])
+	if e.nSpare == 0 {
+		return nil
+	}
+	e.nextSpare = 1
+	return e.spare[0]
 }
 
 // endTurn gives the unused transmit buffers back, so the engine holds none
@@ -642,8 +655,9 @@ func (e *Engine) allocTx() *link.Packet {
 func (e *Engine) endTurn() {
 	if e.nextSpare < e.nSpare {
 		e.port.Release(e.spare[e.nextSpare:e.nSpare])
-		clear(e.spare[e.nextSpare:e.nSpare])
 	}
+	clear(e.spare[:e.nSpare])
+	e.turnPkts += e.nextSpare
 	e.nextSpare, e.nSpare = 0, 0
 	if e.turnPkts > 0 {
 		// A turn that sent nothing (a receive turn on a sender

@@ -151,7 +151,7 @@ func (e *Engine) checkRKeyExt(q *QP, p *bth.Packet, info *bth.OpcodeInfo) respSt
 			return e.classC(q, bth.NAKRemoteAccessError, WCRemAccessErr)
 		}
 	}
-	if !flush && (r.resid != 8 || len(p.Payload()) != 8 || p.PadCnt() != 0) {
+	if !flush && (r.resid != 8 || p.PayloadLen() != 8 || p.PadCnt() != 0) {
 		return e.classC(q, bth.NAKInvalidRequest, WCRemInvReqErr)
 	}
 	return respExecute

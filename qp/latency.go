@@ -22,14 +22,6 @@ func (q *QP) latSlot() int {
 	return int(q.qpn-FirstQPN) + 1
 }
 
-// recordLatency counts a successful WQE's completion latency if it is
-// signaled; the caller owns the engine, whose now is the completion time.
-func (q *QP) recordLatency(w *sendWQE) {
-	if w.wr.Flags&FlagSignaled != 0 {
-		q.e.lat.Record(q.latSlot(), uint64(max(q.e.nowNS-w.posted, 0)))
-	}
-}
-
 // Latency copies the completion latency of the QP's signaled send WRs,
 // in nanoseconds, into s. The caller owns the engine.
 func (q *QP) Latency(s *hist.Snapshot) { q.e.lat.Snapshot(q.latSlot(), s) }

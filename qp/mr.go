@@ -140,13 +140,28 @@ func (t *MRTable) Deregister(key uint32) error {
 }
 
 func (t *MRTable) lookup(key uint32) *MR {
+	if m, ok := t.recentMR(key); ok {
+		return m
+	}
+	return t.lookupCipher(key)
+}
+
+// recentMR is lookup for a key that recent remembers, without a call:
+// Lookup and LookupRemote try it before lookupCipher. Slot 0 is never
+// used and holds key 0, as a free slot does, and neither holds a
+// region: key 0 finds none.
+func (t *MRTable) recentMR(key uint32) (*MR, bool) {
+	if r := t.recent[uint8(key)]; r < uint32(len(t.slots)) && t.slots[r].key == key {
+		return t.slots[r].mr, true
+	}
+	return nil, false
+}
+
+// lookupCipher is lookup by the key's slot index, which it remembers in
+// recent.
+func (t *MRTable) lookupCipher(key uint32) *MR {
 	if key == 0 || len(t.slots) == 0 {
 		return nil
-	}
-	// Slot 0 is never used and holds key 0, so a zero entry of recent
-	// never matches a key.
-	if s := &t.slots[t.recent[uint8(key)]]; s.key == key && s.mr != nil {
-		return s.mr
 	}
 	idx := t.keys.decrypt(key) >> keyGenBits
 	if idx == 0 || int(idx) >= len(t.slots) {
@@ -165,11 +180,20 @@ func (t *MRTable) lookup(key uint32) *MR {
 // and allows every flag in need, or nil (rxe's lookup_mr). A window's key
 // is no local key (IBA 10.6.7).
 func (t *MRTable) Lookup(key, pd uint32, need Access) *MR {
-	m := t.lookup(key)
-	if m == nil || !m.valid || m.win != nil || m.PD != pd || m.Access&need != need {
+	m, ok := t.recentMR(key)
+	if !ok {
+		m = t.lookupCipher(key)
+	}
+	if !m.localOK(pd, need) {
 		return nil
 	}
 	return m
+}
+
+// localOK reports whether m, the region a key names or nil, serves as a
+// local key of pd with every flag in need.
+func (m *MR) localOK(pd uint32, need Access) bool {
+	return m != nil && m.valid && m.win == nil && m.PD == pd && m.Access&need == need
 }
 
 // LookupRemote returns what a request's R_Key reaches on QP qpn of pd: a
@@ -177,7 +201,10 @@ func (t *MRTable) Lookup(key, pd uint32, need Access) *MR {
 // in need (rxe's lookup_mr and rxe_lookup_mw). A type 2 window answers
 // only the QP it is bound to.
 func (t *MRTable) LookupRemote(key, pd, qpn uint32, need Access) *MR {
-	m := t.lookup(key)
+	m, ok := t.recentMR(key)
+	if !ok {
+		m = t.lookupCipher(key)
+	}
 	if m == nil || !m.valid || m.PD != pd || m.Access&need != need {
 		return nil
 	}

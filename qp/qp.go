@@ -658,7 +658,11 @@ func (q *QP) completeSend(w *sendWQE) {
 		}
 	}
 	if w.status == WCSuccess {
-		q.recordLatency(w)
+		if w.wr.Flags&FlagSignaled != 0 {
+			// Its completion latency (latency.go): the engine's
+			// now is the completion time.
+			q.e.lat.Record(q.latSlot(), uint64(max(q.e.nowNS-w.posted, 0)))
+		}
 		q.Counters.CompletedSends++
 		if op := w.wr.Opcode; op == WRSend || op == WRSendWithImm {
 			q.Counters.RDMASends++

@@ -60,6 +60,15 @@ func (e *Engine) runRequester(q *QP, budget int) bool {
 	if q.req.needRetry && !q.req.waitRNR {
 		q.retry()
 	}
+	var b sentBurst
+	more := e.runRC(q, budget, &b)
+	e.armBurst(q, &b)
+	return more
+}
+
+// runRC is runRequester's loop for an RC QP; b gathers what the ACK timer
+// needs of the requests sent, for runRequester to arm it once.
+func (e *Engine) runRC(q *QP, budget int, b *sentBurst) bool {
 	for {
 		if q.req.waitRNR || q.sq.next == q.sq.tail {
 			return false
@@ -88,6 +97,7 @@ func (e *Engine) runRequester(q *QP, budget int) bool {
 				// reaches it, completed in order behind what is
 				// still outstanding.
 				if st := e.executeLocal(q, w); st != WCSuccess {
+					e.armBurst(q, b) // before fail stops the timer
 					q.fail(w, st)
 					return false
 				}
@@ -106,6 +116,7 @@ func (e *Engine) runRequester(q *QP, budget int) bool {
 			}
 			if !w.validated {
 				if st := e.validateSendWQE(q, w); st != WCSuccess {
+					e.armBurst(q, b)
 					q.fail(w, st)
 					return false
 				}
@@ -123,10 +134,10 @@ func (e *Engine) runRequester(q *QP, budget int) bool {
 			if budget == 0 {
 				return true
 			}
-			if e.ccHold(q, w) {
+			if !q.ccNone && e.ccHold(q, w) {
 				return false // the pacer's timer or an ACK schedules us
 			}
-			if !e.sendRequest(q, w) {
+			if !e.sendRequest(q, w, b) {
 				return true // no buffer: try again next turn
 			}
 			budget--
@@ -180,8 +191,12 @@ func (e *Engine) validateSendWQE(q *QP, w *sendWQE) WCStatus {
 	if len(w.sge) == 1 && w.sge[0].Length != 0 {
 		// The common WR, one SGE: resolveSGL's checks without its loop.
 		g := &w.sge[0]
-		m := e.MRs.Lookup(g.LKey, q.pd, need)
-		if m == nil {
+		// Lookup, written out: it is too large to inline.
+		m, ok := e.MRs.recentMR(g.LKey)
+		if !ok {
+			m = e.MRs.lookupCipher(g.LKey)
+		}
+		if !m.localOK(q.pd, need) {
 			return WCLocProtErr
 		}
 		if _, ok := m.slice(g.Addr, uint64(g.Length)); !ok {
@@ -255,7 +270,7 @@ func nextOpcode(op WROpcode, first, last bool) bth.Opcode {
 
 // sendRequest builds and sends the next packet of w. It reports false
 // when no buffer was free.
-func (e *Engine) sendRequest(q *QP, w *sendWQE) bool {
+func (e *Engine) sendRequest(q *QP, w *sendWQE, b *sentBurst) bool {
 	if q.ack&ackHeld != 0 {
 		// The held ACK leaves first, in the same transmit (holdAck).
 		e.flushAck(q)
@@ -274,9 +289,11 @@ func (e *Engine) sendRequest(q *QP, w *sendWQE) bool {
 	} else if lp, payload, last, ackReq = e.buildRequest(q, w, psn, w.offset, 0, false); lp == nil {
 		return false
 	}
+	t := e.nowNS // the send time for RTT samples; 0 for none (Karn)
 	retransmit := psn.Before(q.req.highPSN)
 	if retransmit {
 		q.Counters.Retransmits++
+		t = 0
 	}
 	if q.selective() {
 		q.sr.srSent(psn)
@@ -285,7 +302,11 @@ func (e *Engine) sendRequest(q *QP, w *sendWQE) bool {
 	if op == WRRead {
 		newest = w.lastPSN
 	}
-	e.ccSent(q, lp.Len+ipUDPLen, newest, retransmit)
+	// ccSent, written out: it is too large to inline.
+	q.sentAt(newest, t)
+	if !q.ccNone {
+		e.ccSentAlg(q, lp.Len+ipUDPLen)
+	}
 	switch {
 	case op == WRRead:
 		q.req.psn = w.lastPSN.Next()
@@ -301,7 +322,7 @@ func (e *Engine) sendRequest(q *QP, w *sendWQE) bool {
 	} else {
 		w.state = wqeProcessing
 	}
-	e.armRetrans(q, ackReq, retransmit, psn, newest)
+	b.sent(ackReq, retransmit, psn, newest)
 	return true
 }
 
@@ -427,7 +448,14 @@ func (e *Engine) buildOnly(q *QP, w *sendWQE, psn bth.PSN) *link.Packet {
 	}
 	q.req.noackPkts = 0
 	if w.length > 0 {
-		gather(dst, w, 0)
+		if len(w.sge) == 1 && w.wr.Flags&FlagInline == 0 && w.mrs[0] != nil {
+			// gather's common WR, written out: gather is too
+			// large to inline.
+			src, _ := w.mrs[0].slice(w.sge[0].Addr, uint64(w.sge[0].Length))
+			copy(dst, src)
+		} else {
+			gather(dst, w, 0)
+		}
 	}
 	return lp
 }

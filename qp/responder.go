@@ -106,15 +106,13 @@ const (
 	respDone
 )
 
-// respond processes one request packet (rxe's rxe_responder).
+// respond processes one request packet (rxe's rxe_responder) that
+// respondWrite did not take.
 func (e *Engine) respond(q *QP, p *bth.Packet) {
 	r := &q.resp
 	h := p.BTH()
 	psn := h.PSN()
 	op := p.Opcode()
-	if e.respondWrite(q, p, h, psn, op) {
-		return
-	}
 	info := p.Info()
 	var pl bth.SRPlace
 	if info.Mask&(bth.Write|bth.HasRETH) == bth.Write && (q.selective() || h.Placed()) {
@@ -263,7 +261,8 @@ func (e *Engine) respond(q *QP, p *bth.Packet) {
 	}
 }
 
-// respondWrite is respond's path for the common request: an RC WRITE
+// respondWrite is the responder's path for the common request, which
+// receiveOne tries before respond: an RC WRITE
 // without immediate data (FIRST, MIDDLE, LAST or ONLY) at the expected PSN
 // on a QP without selective repeat. It makes the checks of respond's
 // states in their order (PSN, opcode sequence, access, length, R_Key,
@@ -280,7 +279,7 @@ func (e *Engine) respondWrite(q *QP, p *bth.Packet, h bth.BTH, psn bth.PSN, op b
 	r := &q.resp
 	if op-bth.RCWriteFirst > bth.RCWriteOnly-bth.RCWriteFirst || op == bth.RCWriteLastImm ||
 		psn != r.psn || q.selective() || h.Placed() || q.access&AccessRemoteWrite == 0 ||
-		!opSeqOK(r.opcode, op) {
+		!writeSeqOK(r.opcode, op) {
 		return false
 	}
 	data := p.Payload()
@@ -342,7 +341,12 @@ func (e *Engine) respondWrite(q *QP, p *bth.Packet, h bth.BTH, psn bth.PSN, op b
 		r.opcode = opNone
 	}
 	if h.AckReq() {
-		e.ackBurst(q, psn, false)
+		if d := &r.ackDue; d.set && r.rdRes == nil && q.ack&ackHeld == 0 {
+			// ackBurst for a burst's later WRITE, without the call.
+			d.recv, d.syn, d.psn, d.msn = false, bth.ACK(bth.CreditsInvalid), psn, r.msn
+		} else {
+			e.ackBurst(q, psn, false)
+		}
 	}
 	return true
 }
@@ -365,6 +369,16 @@ func opSeqOK(prev, op bth.Opcode) bool {
 		return false
 	}
 	return op.Has(bth.First) || !op.Has(bth.Send) && !op.Has(bth.Write)
+}
+
+// writeSeqOK is opSeqOK for op a WRITE opcode without immediate (First,
+// Middle, Last or Only), in a few instructions rather than a call: a
+// Middle or Last continues a WRITE in progress, a First or Only starts
+// one where no message is in progress.
+func writeSeqOK(prev, op bth.Opcode) bool {
+	inWrite := prev == bth.RCWriteFirst || prev == bth.RCWriteMiddle
+	inSend := prev == bth.RCSendFirst || prev == bth.RCSendMiddle
+	return !inSend && inWrite == (op == bth.RCWriteMiddle || op == bth.RCWriteLast)
 }
 
 // classC records a class C error (IBA 9.9.3.1.2): the request is NAKed with
@@ -684,6 +698,8 @@ func (e *Engine) ackBurst(q *QP, psn bth.PSN, recv bool) {
 		q.ack &^= ackHeld
 		e.acks = append(e.acks, q)
 	}
+	// respondWrite makes this store itself for a WRITE after the
+	// burst's first request with AckReq.
 	d.set, d.recv, d.syn, d.psn, d.msn = true, recv && (!set || d.recv), bth.ACK(bth.CreditsInvalid), psn, r.msn
 }
 

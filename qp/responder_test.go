@@ -225,3 +225,15 @@ func TestResponderRNR(t *testing.T) {
 	c.Expect(opcodeIs(bth.RCAcknowledge), psnIs(psn), aethIs(ack, 5))
 	_ = time.Second
 }
+
+// TestWriteSeqOK: respondWrite's check of a WRITE's opcode sequence agrees
+// with opSeqOK for every opcode the message in progress can have.
+func TestWriteSeqOK(t *testing.T) {
+	for prev := 0; prev < 256; prev++ {
+		for _, op := range []bth.Opcode{bth.RCWriteFirst, bth.RCWriteMiddle, bth.RCWriteLast, bth.RCWriteOnly} {
+			if got, want := writeSeqOK(bth.Opcode(prev), op), opSeqOK(bth.Opcode(prev), op); got != want {
+				t.Errorf("after %#x, %v: %v, opSeqOK says %v", prev, op, got, want)
+			}
+		}
+	}
+}

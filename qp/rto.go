@@ -309,6 +309,39 @@ func (e *Engine) setRTO(q *QP, when int64) {
 	e.setTimer(&q.retrans, e.now.Add(time.Duration(when-e.nowNS)))
 }
 
+// sentBurst gathers what armRetrans needs of the requests that one turn of
+// runRequester sent. They all went out at the engine's one now, so one
+// call arms the ACK timer as a call for each would: within a turn the
+// deadline only moves earlier, but for ibaOnly, whose later deadline
+// rtoExpired takes when the earlier one fires.
+type sentBurst struct {
+	n      int     // requests sent
+	ackReq bool    // one of them asked for an ACK
+	fresh  bool    // one of those went out for the first time, with PSN psn
+	psn    bth.PSN // the request to time: the first fresh one with AckReq
+	newest bth.PSN // the last PSN that the last request with AckReq is answered with
+}
+
+// sent adds a request with PSN psn, answered up to newest, to the burst.
+func (b *sentBurst) sent(ackReq, retransmit bool, psn, newest bth.PSN) {
+	b.n++
+	if ackReq {
+		if !retransmit && !b.fresh {
+			b.fresh, b.psn = true, psn
+		}
+		b.ackReq, b.newest = true, newest
+	}
+}
+
+// armBurst arms the ACK timer for the requests of b, if any, and empties
+// it.
+func (e *Engine) armBurst(q *QP, b *sentBurst) {
+	if b.n > 0 {
+		e.armRetrans(q, b.ackReq, !b.fresh, b.psn, b.newest)
+		*b = sentBurst{}
+	}
+}
+
 // armRetrans starts the ACK timer if it is not running, at the send of a
 // request with PSN psn whose answers end at newest; ackReq says it asked
 // for an ACK, retransmit that it was sent before.

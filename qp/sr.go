@@ -353,7 +353,7 @@ func (q *QP) srSACK(b bth.SACK, acked bth.PSN) bool {
 // completeSACK takes a selective ACK: its cumulative part as an ACK, then
 // its bitmap.
 func (e *Engine) completeSACK(q *QP, p *bth.Packet) {
-	if q.sr == nil || len(p.Payload()) != bth.SACKLen || p.AETH().Syndrome().Kind() != bth.KindACK {
+	if q.sr == nil || p.PayloadLen() != bth.SACKLen || p.AETH().Syndrome().Kind() != bth.KindACK {
 		q.Counters.Dropped++
 		return
 	}

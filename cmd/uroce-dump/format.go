@@ -136,7 +136,7 @@ func (d *dumper) appendText(b []byte, ci gopacket.CaptureInfo, want uint32, udpO
 		b = append(b, " AtomicAckETH"...)
 		b = appendKV(b, "orig", x.OrigData(), true)
 	}
-	b = appendKV(b, "payload", uint64(len(p.Payload())), false)
+	b = appendKV(b, "payload", uint64(p.PayloadLen()), false)
 	if n := p.PadCnt(); n > 0 {
 		b = appendKV(b, "pad", uint64(n), false)
 	}
@@ -332,7 +332,7 @@ func (d *dumper) appendJSON(b []byte, ci gopacket.CaptureInfo, want uint32, udpO
 	if x := p.AtomicAckETH(); x != nil {
 		b = appendJSONHex(b, "atomic_orig", x.OrigData())
 	}
-	b = appendJSONUint(b, "payload", uint64(len(p.Payload())))
+	b = appendJSONUint(b, "payload", uint64(p.PayloadLen()))
 	b = appendJSONUint(b, "pad", uint64(p.PadCnt()))
 	b = appendJSONBool(b, "icrc_ok", p.ICRC() == want)
 	b = appendJSONBool(b, "udp_checksum_ok", udpOK)

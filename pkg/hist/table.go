@@ -48,12 +48,13 @@ func (t *Table) Record(slot int, v uint64) {
 	st := &t.stats[slot]
 	st.sum += v
 	st.max = max(st.max, v)
-	b, g := bucket(v), slot/rowLen
+	// Unsigned: a signed division by a constant corrects for the sign.
+	b, g := uint(bucket(v)), uint(slot)/rowLen
 	rs := t.rows[b/sub]
-	if g >= len(rs) || rs[g] == nil {
-		rs = t.addRow(b/sub, g)
+	if g >= uint(len(rs)) || rs[g] == nil {
+		rs = t.addRow(int(b/sub), int(g))
 	}
-	rs[g][b%sub][slot%rowLen]++
+	rs[g][b%sub][uint(slot)%rowLen]++
 }
 
 // addRow gives octave o a row for group g, and returns the octave's rows.

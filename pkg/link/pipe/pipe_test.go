@@ -110,6 +110,44 @@ func TestPerfect(t *testing.T) {
 	}
 }
 
+// TestSendMixedBatch: a batch with packets the pipe cannot send delivers
+// the others in order, drops and frees the bad ones, counts them and
+// returns the first one's error.
+func TestSendMixedBatch(t *testing.T) {
+	a, b := pipe.New(pipe.Config{Buffers: 8, Manual: true})
+	pk := make([]*link.Packet, 5)
+	if a.Alloc(pk) != 5 {
+		t.Fatal("pool empty")
+	}
+	for i, p := range pk {
+		if err := linktest.Fill(p, uint32(i), 64, netip.Addr{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pk[1].Remote = netip.MustParseAddr("10.9.9.9")
+	pk[3].Len = 1500
+	n, err := a.Send(pk)
+	if n != 3 || !errors.Is(err, link.ErrNoRoute) {
+		t.Fatalf("sent %d, %v; want 3 and ErrNoRoute", n, err)
+	}
+	for i, p := range pk {
+		if p != nil {
+			t.Fatalf("pkts[%d] not taken", i)
+		}
+	}
+	if got := psns(drain(t, b)); !slices.Equal(got, []uint32{0, 2, 4}) {
+		t.Fatalf("got %v", got)
+	}
+	if st := a.Stats(); st.TxPackets != 3 || st.TxDropped != 2 {
+		t.Fatalf("stats %+v", st)
+	}
+	all := make([]*link.Packet, 8)
+	if n := a.Alloc(all); n != 8 {
+		t.Fatalf("%d buffers free, want 8", n)
+	}
+	a.Release(all)
+}
+
 // TestPerfectRing: a direction without faults delivers in the order sent,
 // each packet due when sent (Next), across partial receives; Close frees
 // what is still in flight.
