@@ -254,3 +254,36 @@ func TestNextOpcode(t *testing.T) {
 		}
 	}
 }
+
+// TestLocalErrorAfterSends: a WQE that fails its local checks in the turn
+// that sent the WQEs before it moves the QP to ERR with no ACK timer left
+// running, and every WR completes: the sent ones flushed, the failed one
+// with its own status.
+func TestLocalErrorAfterSends(t *testing.T) {
+	p := newPair(t, pairConfig{mtu: 1024, retry: 7, rnrRetry: 7})
+	for id := uint64(1); id <= 2; id++ {
+		if err := p.a.qp.PostSend(p.now, &SendWR{ID: id, Opcode: WRWrite, Flags: FlagSignaled, SGL: []SGE{p.a.sge(0, 64)}, RemoteAddr: memBase, RKey: p.b.mr.RKey}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.a.qp.PostSend(p.now, &SendWR{ID: 3, Opcode: WRWrite, Flags: FlagSignaled, SGL: []SGE{p.a.sge(len(p.a.mem)-4, 8)}, RemoteAddr: memBase, RKey: p.b.mr.RKey}); err != nil {
+		t.Fatal(err)
+	}
+	p.a.e.Process(p.now)
+	if p.a.qp.State() != StateErr {
+		t.Fatalf("state %v", p.a.qp.State())
+	}
+	if p.a.qp.retrans.idx >= 0 {
+		t.Fatal("ACK timer running on a QP in ERR")
+	}
+	want := []WCStatus{WCWRFlushErr, WCWRFlushErr, WCLocProtErr}
+	wc := pollAll(p.a, p.a.scq)
+	if len(wc) != len(want) {
+		t.Fatalf("%d completions: %+v", len(wc), wc)
+	}
+	for i, c := range wc {
+		if c.WRID != uint64(i+1) || c.Status != want[i] {
+			t.Fatalf("completion %d: %+v, want WR %d %v", i, c, i+1, want[i])
+		}
+	}
+}

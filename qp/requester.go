@@ -62,7 +62,13 @@ func (e *Engine) runRequester(q *QP, budget int) bool {
 	}
 	var b sentBurst
 	more := e.runRC(q, budget, &b)
-	e.armBurst(q, &b)
+	// One ACK timer for the turn's requests. A QP that stopped sending
+	// during it (a WQE failed and moved it to ERR, which stops the
+	// timer) gets none, as a call for each packet followed by the stop
+	// would leave it.
+	if b.n > 0 && q.state.sends() {
+		e.armRetrans(q, b.ackReq, !b.fresh, b.psn, b.newest)
+	}
 	return more
 }
 
@@ -97,7 +103,6 @@ func (e *Engine) runRC(q *QP, budget int, b *sentBurst) bool {
 				// reaches it, completed in order behind what is
 				// still outstanding.
 				if st := e.executeLocal(q, w); st != WCSuccess {
-					e.armBurst(q, b) // before fail stops the timer
 					q.fail(w, st)
 					return false
 				}
@@ -116,7 +121,6 @@ func (e *Engine) runRC(q *QP, budget int, b *sentBurst) bool {
 			}
 			if !w.validated {
 				if st := e.validateSendWQE(q, w); st != WCSuccess {
-					e.armBurst(q, b)
 					q.fail(w, st)
 					return false
 				}

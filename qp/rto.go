@@ -333,15 +333,6 @@ func (b *sentBurst) sent(ackReq, retransmit bool, psn, newest bth.PSN) {
 	}
 }
 
-// armBurst arms the ACK timer for the requests of b, if any, and empties
-// it.
-func (e *Engine) armBurst(q *QP, b *sentBurst) {
-	if b.n > 0 {
-		e.armRetrans(q, b.ackReq, !b.fresh, b.psn, b.newest)
-		*b = sentBurst{}
-	}
-}
-
 // armRetrans starts the ACK timer if it is not running, at the send of a
 // request with PSN psn whose answers end at newest; ackReq says it asked
 // for an ACK, retransmit that it was sent before.
