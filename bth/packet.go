@@ -22,32 +22,37 @@ type Packet struct {
 // It does not check the ICRC, which covers the IP header too (see
 // VerifyICRC and Frame.VerifyICRC).
 func (p *Packet) Decode(b []byte) error {
-	*p = Packet{}
 	if len(b) < BTHLen+ICRCLen {
-		return fmt.Errorf("bth: %w: %d bytes, a BTH and ICRC need %d", ErrTruncated, len(b), BTHLen+ICRCLen)
+		return p.invalid(fmt.Errorf("bth: %w: %d bytes, a BTH and ICRC need %d", ErrTruncated, len(b), BTHLen+ICRCLen))
 	}
 	h := BTH(b)
 	if v := h.TVer(); v != 0 {
-		return fmt.Errorf("bth: %w: TVer %d", ErrBadVersion, v)
+		return p.invalid(fmt.Errorf("bth: %w: TVer %d", ErrBadVersion, v))
 	}
 	info := h.Opcode().Info()
 	if info == nil {
-		return fmt.Errorf("bth: %w: 0x%02x", ErrUnknownOpcode, uint8(h.Opcode()))
+		return p.invalid(fmt.Errorf("bth: %w: 0x%02x", ErrUnknownOpcode, uint8(h.Opcode())))
 	}
 	if len(b) < info.Length+ICRCLen {
-		return fmt.Errorf("bth: %w: %s has %d bytes, needs %d", ErrTruncated, info.Name, len(b), info.Length+ICRCLen)
+		return p.invalid(fmt.Errorf("bth: %w: %s has %d bytes, needs %d", ErrTruncated, info.Name, len(b), info.Length+ICRCLen))
 	}
 	body := len(b) - info.Length - ICRCLen // payload and pad
 	pad := h.PadCnt()
 	if info.Mask&HasPayload == 0 {
 		if body != 0 || pad != 0 {
-			return fmt.Errorf("bth: %w: %s carries no payload, found %d bytes and pad %d", ErrBadLength, info.Name, body, pad)
+			return p.invalid(fmt.Errorf("bth: %w: %s carries no payload, found %d bytes and pad %d", ErrBadLength, info.Name, body, pad))
 		}
 	} else if body%4 != 0 || pad > body {
-		return fmt.Errorf("bth: %w: pad %d with %d bytes of payload and pad", ErrBadPad, pad, body)
+		return p.invalid(fmt.Errorf("bth: %w: pad %d with %d bytes of payload and pad", ErrBadPad, pad, body))
 	}
-	p.b, p.info, p.pay = b, info, body-pad
+	p.b, p.info, p.pay, p.cut = b, info, body-pad, 0
 	return nil
+}
+
+// invalid empties p, which Decode could not decode, and returns err.
+func (p *Packet) invalid(err error) error {
+	*p = Packet{}
+	return err
 }
 
 // Bytes returns the whole packet, BTH through ICRC.
