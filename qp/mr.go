@@ -180,6 +180,8 @@ func (t *MRTable) lookupCipher(key uint32) *MR {
 // and allows every flag in need, or nil (rxe's lookup_mr). A window's key
 // is no local key (IBA 10.6.7).
 func (t *MRTable) Lookup(key, pd uint32, need Access) *MR {
+	// lookup, written out: it is too large to inline, and every WR
+	// and WRITE looks up a key.
 	m, ok := t.recentMR(key)
 	if !ok {
 		m = t.lookupCipher(key)
@@ -201,7 +203,7 @@ func (m *MR) localOK(pd uint32, need Access) bool {
 // in need (rxe's lookup_mr and rxe_lookup_mw). A type 2 window answers
 // only the QP it is bound to.
 func (t *MRTable) LookupRemote(key, pd, qpn uint32, need Access) *MR {
-	m, ok := t.recentMR(key)
+	m, ok := t.recentMR(key) // lookup, written out, as in Lookup
 	if !ok {
 		m = t.lookupCipher(key)
 	}

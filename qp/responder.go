@@ -262,13 +262,13 @@ func (e *Engine) respond(q *QP, p *bth.Packet) {
 }
 
 // respondWrite is the responder's path for the common request, which
-// receiveOne tries before respond: an RC WRITE
-// without immediate data (FIRST, MIDDLE, LAST or ONLY) at the expected PSN
-// on a QP without selective repeat. It makes the checks of respond's
-// states in their order (PSN, opcode sequence, access, length, R_Key,
-// range, pad) in one pass and executes the packet. On any other packet or
-// any failed check it changes nothing and reports false, and the state
-// machine takes the packet from the start and answers it as IBA requires.
+// receiveOne tries before respond: an RC WRITE without immediate data
+// (FIRST, MIDDLE, LAST or ONLY) at the expected PSN on a QP without
+// selective repeat. It makes the checks of respond's states in their
+// order (PSN, opcode sequence, access, length, R_Key, range, pad) in one
+// pass and executes the packet. On any other packet or any failed check
+// it changes nothing and reports false, and the state machine takes the
+// packet from the start and answers it as IBA requires.
 //
 // The region of the previous message is kept in r.mr: a new message with
 // the same R_Key reuses it when it is still valid (MR.valid, cleared by
