@@ -50,6 +50,9 @@ func TestQPLayout(t *testing.T) {
 			line(unsafe.Offsetof(q.recvCQ)) == line(unsafe.Offsetof(q.rq))},
 		{"rto's per-request fields take the fifth and sixth lines",
 			line(rto) == 4 && line(rto+unsafe.Offsetof(q.rto.suspect)) == 5},
+		{"warmRequester loads a word of the fourth, fifth and sixth lines",
+			line(unsafe.Offsetof(q.lastSent)) == 3 && line(rto+unsafe.Offsetof(q.rto.last)) == 4 &&
+				line(rto+unsafe.Offsetof(q.rto.armed)) == 5},
 		{"rdRes and a WRITE's responder fields fill one line",
 			line(resp) != line(resp-1) && line(resp) == line(resp+unsafe.Offsetof(q.resp.mr)+7)},
 		{"the per-packet counters take the line after resp's", line(ctr) == line(resp)+3 &&

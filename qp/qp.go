@@ -321,6 +321,7 @@ func (q *QP) Config() QPConfig {
 // or destination, a remote QPN over 24 bits; on a UC QP a READ or an
 // atomic).
 func (q *QP) PostSend(now time.Time, wr *SendWR) error {
+	q.warmRequester()
 	if !q.state.CanPostSend() {
 		return fmt.Errorf("post send on QP %d: %w: %s", q.qpn, ErrBadState, q.state)
 	}
@@ -425,6 +426,18 @@ func (q *QP) PostSend(now time.Time, wr *SendWR) error {
 	}
 	q.e.schedule(q)
 	return nil
+}
+
+// warmRequester loads a word of each line of q that the requester's turn
+// reads after PostSend: the timer line (the newest send's time) and
+// rto's two lines. Among thousands of QPs they are cold. Loaded here,
+// their misses overlap those of the lines PostSend reads itself; left to
+// the turn, they come one after another, each a memory latency on the
+// message's path (BenchmarkManyQPs/10000: some 140 ns less a message).
+// Go has no prefetch instruction: the engine keeps the loads' sum so that
+// the compiler does not drop them.
+func (q *QP) warmRequester() {
+	q.e.warm ^= uint64(q.lastSent.at) ^ uint64(q.rto.last) ^ uint64(q.rto.armed)
 }
 
 // PostRecv queues a receive work request. It returns ErrBadState in RESET,
