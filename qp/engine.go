@@ -80,6 +80,8 @@ type Engine struct {
 	clock monoClock
 	// Counters holds the engine's own counters; Stats adds the QPs'.
 	Counters EngineCounters
+	// warm is where QP.warmRequester's loads go.
+	warm uint64
 	// OnStateChange, if set, is called after a QP changes state (see
 	// StateChange), by the engine's owner: for logging, off the data path.
 	OnStateChange func(*StateChange)

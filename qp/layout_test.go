@@ -50,12 +50,18 @@ func TestQPLayout(t *testing.T) {
 			line(unsafe.Offsetof(q.recvCQ)) == line(unsafe.Offsetof(q.rq))},
 		{"rto's per-request fields take the fifth and sixth lines",
 			line(rto) == 4 && line(rto+unsafe.Offsetof(q.rto.suspect)) == 5},
+		{"warmRequester loads a word of the fourth, fifth and sixth lines",
+			line(unsafe.Offsetof(q.lastSent)) == 3 && line(rto+unsafe.Offsetof(q.rto.last)) == 4 &&
+				line(rto+unsafe.Offsetof(q.rto.armed)) == 5},
 		{"rdRes and a WRITE's responder fields fill one line",
 			line(resp) != line(resp-1) && line(resp) == line(resp+unsafe.Offsetof(q.resp.mr)+7)},
 		{"the per-packet counters take the line after resp's", line(ctr) == line(resp)+3 &&
 			line(ctr) != line(ctr-1) && line(ctr) == line(ctr+unsafe.Offsetof(q.Counters.CompletedRecvs)+7)},
 		{"a send WQE is four lines", unsafe.Sizeof(sendWQE{}) == 256},
-		{"a one-SGE WQE's SGL lies in its first three lines", unsafe.Offsetof(sendWQE{}.mrBuf)+8+8 <= 192},
+		{"what PostSend writes of a one-SGE SEND, WRITE or READ is the WQE's first two lines",
+			unsafe.Offsetof(sendWQE{}.posted) < 128 && unsafe.Offsetof(sendWQE{}.hasRdAtomic) < 128 &&
+				unsafe.Offsetof(sendWQE{}.sge) < 128 && unsafe.Offsetof(sendWQE{}.mrs) < 128 &&
+				unsafe.Offsetof(sendWQE{}.mrBuf)+8 <= 128},
 		{"a small ring's WQEs start lines", line(unsafe.Offsetof(sb.sq)) != line(unsafe.Offsetof(sb.sq)-1)},
 		// The 4096-byte size class's objects are pages: a block that
 		// outgrew it would straddle two.

@@ -399,7 +399,7 @@ func (e *Engine) executeLocal(q *QP, w *sendWQE) WCStatus {
 	var err error
 	switch w.wr.Opcode {
 	case WRLocalInv:
-		err = e.MRs.invalidate(q.qpn, q.pd, w.wr.Imm)
+		err = e.MRs.invalidate(q.qpn, q.pd, w.imm)
 	case WRBindMW:
 		if err = e.MRs.bind(q.qpn, q.pd, &w.local.bind); err != nil {
 			return WCMWBindErr

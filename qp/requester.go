@@ -354,9 +354,9 @@ func (e *Engine) buildRequest(q *QP, w *sendWQE, psn bth.PSN, off, readLen uint3
 		last = true
 	case op.isAtomic():
 		bf.Opcode = nextOpcode(op, true, true)
-		pf.AtomicETH = bth.AtomicETHFields{VA: w.wr.RemoteAddr, RKey: w.wr.RKey, SwapAdd: w.wr.CompareAdd}
+		pf.AtomicETH = bth.AtomicETHFields{VA: w.wr.RemoteAddr, RKey: w.wr.RKey, SwapAdd: w.compareAdd}
 		if op == WRCompareSwap {
-			pf.AtomicETH.SwapAdd, pf.AtomicETH.Compare = w.wr.Swap, w.wr.CompareAdd
+			pf.AtomicETH.SwapAdd, pf.AtomicETH.Compare = w.swap, w.compareAdd
 		}
 		last = true
 		q.srAtomicSent(psn)
@@ -381,10 +381,10 @@ func (e *Engine) buildRequest(q *QP, w *sendWQE, psn bth.PSN, off, readLen uint3
 			}
 		}
 		if last && op.hasImm() {
-			pf.ImmDt = w.wr.Imm
+			pf.ImmDt = w.imm
 		}
 		if last && op == WRSendWithInv {
-			pf.IETH = w.wr.Imm
+			pf.IETH = w.imm
 		}
 		bf.SE = last && w.wr.Flags&FlagSolicited != 0
 	}

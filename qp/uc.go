@@ -122,7 +122,7 @@ func (e *Engine) sendUCPacket(q *QP, w *sendWQE) bool {
 		e.pf.RETH = bth.RETHFields{VA: w.wr.RemoteAddr, RKey: w.wr.RKey, DMALen: w.length}
 	}
 	if last && op.hasImm() {
-		e.pf.ImmDt = w.wr.Imm
+		e.pf.ImmDt = w.imm
 	}
 	lp, dst := e.newPacket(q, &bf, int(payload), false)
 	if lp == nil {

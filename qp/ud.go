@@ -113,13 +113,13 @@ func (e *Engine) runUDRequester(q *QP, budget int) bool {
 // sendDatagram builds the SEND Only packet of a UD WQE (BTH, DETH,
 // ImmDt). It reports false when no buffer was free.
 func (e *Engine) sendDatagram(q *QP, w *sendWQE) bool {
-	bf := bth.BTHFields{Opcode: bth.UDSendOnly, PSN: q.req.psn, DestQP: w.wr.RemoteQPN,
+	bf := bth.BTHFields{Opcode: bth.UDSendOnly, PSN: q.req.psn, DestQP: w.remoteQPN,
 		SE: w.wr.Flags&FlagSolicited != 0}
 	if w.wr.Opcode == WRSendWithImm {
 		bf.Opcode = bth.UDSendOnlyImm
-		e.pf.ImmDt = w.wr.Imm
+		e.pf.ImmDt = w.imm
 	}
-	qkey := w.wr.RemoteQKey
+	qkey := w.remoteQKey
 	if q.typ == QPTypeGSI {
 		// rxe sends GSI_QKEY from QP1 whatever the WR says, and sets
 		// AckReq on its last packet, as for every type but UD and UC
