@@ -431,12 +431,12 @@ func (q *QP) PostSend(now time.Time, wr *SendWR) error {
 // warmRequester loads a word of each line of q that the requester's turn
 // reads after PostSend: the timer line (the newest send's time) and
 // rto's two lines, which the adaptive timeout (the default) reads and
-// writes for every request. Among thousands of QPs they are cold. Loaded here,
-// their misses overlap those of the lines PostSend reads itself; left to
-// the turn, they come one after another, each a memory latency on the
-// message's path (BenchmarkManyQPs/10000: some 140 ns less a message).
-// Go has no prefetch instruction: the engine keeps the loads' sum so that
-// the compiler does not drop them.
+// writes for every request. Among thousands of QPs they are cold.
+// Loaded here, their misses overlap those of the lines PostSend reads
+// itself; left to the turn, they come one after another, each a memory
+// latency on the message's path (BenchmarkManyQPs/10000: some 160 ns
+// less a message). Go has no prefetch instruction: the engine keeps the
+// loads' sum so that the compiler does not drop them.
 func (q *QP) warmRequester() {
 	q.e.warm ^= uint64(q.lastSent.at) ^ uint64(q.rto.last) ^ uint64(q.rto.armed)
 }
