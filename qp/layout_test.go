@@ -58,10 +58,22 @@ func TestQPLayout(t *testing.T) {
 		{"the per-packet counters take the line after resp's", line(ctr) == line(resp)+3 &&
 			line(ctr) != line(ctr-1) && line(ctr) == line(ctr+unsafe.Offsetof(q.Counters.CompletedRecvs)+7)},
 		{"a send WQE is four lines", unsafe.Sizeof(sendWQE{}) == 256},
-		{"what PostSend writes of a one-SGE SEND, WRITE or READ is the WQE's first two lines",
-			unsafe.Offsetof(sendWQE{}.posted) < 128 && unsafe.Offsetof(sendWQE{}.hasRdAtomic) < 128 &&
-				unsafe.Offsetof(sendWQE{}.sge) < 128 && unsafe.Offsetof(sendWQE{}.mrs) < 128 &&
-				unsafe.Offsetof(sendWQE{}.mrBuf)+8 <= 128},
+		{"what PostSend writes of a one-SGE SEND, WRITE or READ is the WQE's first two lines", func() bool {
+			var w sendWQE
+			for _, end := range []uintptr{
+				unsafe.Offsetof(w.wr) + unsafe.Sizeof(w.wr), unsafe.Offsetof(w.imm) + 4, unsafe.Offsetof(w.length) + 4,
+				unsafe.Offsetof(w.firstPSN) + 4, unsafe.Offsetof(w.lastPSN) + 4, unsafe.Offsetof(w.offset) + 4,
+				unsafe.Offsetof(w.state) + 1, unsafe.Offsetof(w.status) + 1, unsafe.Offsetof(w.validated) + 1,
+				unsafe.Offsetof(w.hasRdAtomic) + 1, unsafe.Offsetof(w.posted) + 8, unsafe.Offsetof(w.sge) + unsafe.Sizeof(w.sge),
+				unsafe.Offsetof(w.mrs) + unsafe.Sizeof(w.mrs), unsafe.Offsetof(w.sgeBuf) + unsafe.Sizeof(w.sgeBuf),
+				unsafe.Offsetof(w.mrBuf) + unsafe.Sizeof(w.mrBuf),
+			} {
+				if end > 128 {
+					return false
+				}
+			}
+			return true
+		}()},
 		{"a small ring's WQEs start lines", line(unsafe.Offsetof(sb.sq)) != line(unsafe.Offsetof(sb.sq)-1)},
 		// The 4096-byte size class's objects are pages: a block that
 		// outgrew it would straddle two.
