@@ -152,6 +152,18 @@ func TestAckDelayError(t *testing.T) {
 	}
 }
 
+// sendToB posts a signaled 32-byte SEND, WR 7, on a and has b receive
+// it.
+func (p *pair) sendToB(t *testing.T) {
+	t.Helper()
+	send := SendWR{ID: 7, Opcode: WRSend, Flags: FlagSignaled, SGL: []SGE{p.a.sge(128, 32)}}
+	if err := p.a.qp.PostSend(p.now, &send); err != nil {
+		t.Fatal(err)
+	}
+	p.a.e.Process(p.now)
+	p.deliver(p.b)
+}
+
 // TestAckDelayStop: a QP that stops answering with an ACK held sends it
 // first, whether it is moved to ERR or RESET or destroyed, and arms no
 // timer for it.
@@ -170,12 +182,7 @@ func TestAckDelayStop(t *testing.T) {
 			if err := p.b.qp.PostRecv(&RecvWR{ID: 1, SGL: []SGE{p.b.sge(0, 64)}}); err != nil {
 				t.Fatal(err)
 			}
-			send := SendWR{ID: 7, Opcode: WRSend, Flags: FlagSignaled, SGL: []SGE{p.a.sge(128, 32)}}
-			if err := p.a.qp.PostSend(p.now, &send); err != nil {
-				t.Fatal(err)
-			}
-			p.a.e.Process(p.now)
-			p.deliver(p.b)
+			p.sendToB(t)
 			if p.b.qp.ack&ackHeld == 0 || p.b.l.Stats().TxPackets != 0 {
 				t.Fatal("b does not hold the SEND's ACK")
 			}
@@ -219,12 +226,7 @@ func TestAckDelayLateAnswer(t *testing.T) {
 	if err := p.a.qp.PostRecv(&RecvWR{ID: 1, SGL: []SGE{p.a.sge(0, 64)}}); err != nil {
 		t.Fatal(err)
 	}
-	send := SendWR{ID: 7, Opcode: WRSend, Flags: FlagSignaled, SGL: []SGE{p.a.sge(128, 32)}}
-	if err := p.a.qp.PostSend(p.now, &send); err != nil {
-		t.Fatal(err)
-	}
-	p.a.e.Process(p.now)
-	p.deliver(p.b)
+	p.sendToB(t)
 	p.now = p.now.Add(delay)
 	p.b.e.Process(p.now) // the held ACK runs out and goes alone
 	if got := p.b.l.Stats().TxPackets; got != 1 || p.b.qp.ackSkip == 0 {
@@ -240,11 +242,7 @@ func TestAckDelayLateAnswer(t *testing.T) {
 	p.deliver(p.a)
 	p.a.e.Process(p.now)
 	// a's next SEND: b holds its ACK again.
-	if err := p.a.qp.PostSend(p.now, &send); err != nil {
-		t.Fatal(err)
-	}
-	p.a.e.Process(p.now)
-	p.deliver(p.b)
+	p.sendToB(t)
 	if p.b.qp.ack&ackHeld == 0 {
 		t.Fatal("b, which answered after its held ACK ran out, does not hold the next one")
 	}
