@@ -123,9 +123,11 @@ func TestAckDelay(t *testing.T) {
 	}
 }
 
-// TestAckDelayError checks that a QP moved to ERR with an ACK held sends
-// nothing when the delay runs out, and that a later burst's WRITE, which
-// is acknowledged at once, takes a held ACK with it.
+// TestAckDelayError checks that a later burst's WRITE, which is
+// acknowledged at once, takes a held ACK with it, and that a QP which
+// stops answering with an ACK held (moved to ERR or RESET, or destroyed)
+// sends that ACK first: the peer's SEND completes, where it would
+// otherwise be retransmitted to a QP that never answers again.
 func TestAckDelayError(t *testing.T) {
 	const delay = 20 * time.Microsecond
 	p := newPair(t, pairConfig{mtu: 1024, retry: 7, rnrRetry: 7, ackDelay: delay})
@@ -148,29 +150,65 @@ func TestAckDelayError(t *testing.T) {
 	if n := p.deliver(p.a); n != 1 || p.a.scq.Len() != 2 {
 		t.Fatalf("a received %d packets, %d completions; want one ACK completing both", n, p.a.scq.Len())
 	}
-	// Held, then ERR.
-	if err := p.b.qp.PostRecv(&RecvWR{ID: 2, SGL: []SGE{p.b.sge(0, 64)}}); err != nil {
-		t.Fatal(err)
-	}
+}
+
+// sendToB posts a signaled 32-byte SEND, WR 7, on a and has b receive
+// it.
+func (p *pair) sendToB(t *testing.T) {
+	t.Helper()
+	send := SendWR{ID: 7, Opcode: WRSend, Flags: FlagSignaled, SGL: []SGE{p.a.sge(128, 32)}}
 	if err := p.a.qp.PostSend(p.now, &send); err != nil {
 		t.Fatal(err)
 	}
 	p.a.e.Process(p.now)
 	p.deliver(p.b)
-	if p.b.qp.ack&ackHeld == 0 {
-		t.Fatal("b does not hold the SEND's ACK")
-	}
-	if err := p.b.qp.Modify(&Attr{State: StateErr}, AttrState); err != nil {
-		t.Fatal(err)
-	}
-	before := p.b.l.Stats().TxPackets
-	p.now = p.now.Add(2 * delay)
-	p.b.e.Process(p.now)
-	if got := p.b.l.Stats().TxPackets - before; got != 0 {
-		t.Fatalf("b in ERR sent %d packets when the delay ran out", got)
-	}
-	if _, ok := p.b.e.NextDeadline(); ok {
-		t.Fatal("b in ERR still has a timer armed")
+}
+
+// TestAckDelayStop: a QP that stops answering with an ACK held sends it
+// first, whether it is moved to ERR or RESET or destroyed, and arms no
+// timer for it.
+func TestAckDelayStop(t *testing.T) {
+	const delay = 20 * time.Microsecond
+	for _, c := range []struct {
+		name string
+		stop func(q *QP) error
+	}{
+		{"error", func(q *QP) error { return q.Modify(&Attr{State: StateErr}, AttrState) }},
+		{"reset", func(q *QP) error { return q.Modify(&Attr{State: StateReset}, AttrState) }},
+		{"destroy", func(q *QP) error { return q.e.DestroyQP(q) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := newPair(t, pairConfig{mtu: 1024, retry: 7, rnrRetry: 7, ackDelay: delay})
+			if err := p.b.qp.PostRecv(&RecvWR{ID: 1, SGL: []SGE{p.b.sge(0, 64)}}); err != nil {
+				t.Fatal(err)
+			}
+			p.sendToB(t)
+			if p.b.qp.ack&ackHeld == 0 || p.b.l.Stats().TxPackets != 0 {
+				t.Fatal("b does not hold the SEND's ACK")
+			}
+			if err := c.stop(p.b.qp); err != nil {
+				t.Fatal(err)
+			}
+			p.b.e.Process(p.now)
+			if got := p.b.l.Stats().TxPackets; got != 1 {
+				t.Fatalf("b sent %d packets as it stopped, want the held ACK", got)
+			}
+			if _, ok := p.b.e.NextDeadline(); ok {
+				t.Fatal("b still has a timer armed")
+			}
+			if n := p.deliver(p.a); n != 1 || p.a.scq.Len() != 1 {
+				t.Fatalf("a received %d packets, %d completions; want the ACK and one", n, p.a.scq.Len())
+			}
+			var wc [1]Completion
+			if p.a.scq.Poll(wc[:]); wc[0].WRID != 7 || wc[0].Status != WCSuccess {
+				t.Fatalf("a's completion: %+v, want WR 7 done", wc[0])
+			}
+			p.now = p.now.Add(2 * delay)
+			p.b.e.Process(p.now)
+			if got := p.b.l.Stats().TxPackets; got != 1 {
+				t.Fatalf("b sent %d packets in all once the delay ran out, want only the ACK", got)
+			}
+		})
 	}
 }
 
@@ -188,12 +226,7 @@ func TestAckDelayLateAnswer(t *testing.T) {
 	if err := p.a.qp.PostRecv(&RecvWR{ID: 1, SGL: []SGE{p.a.sge(0, 64)}}); err != nil {
 		t.Fatal(err)
 	}
-	send := SendWR{ID: 7, Opcode: WRSend, Flags: FlagSignaled, SGL: []SGE{p.a.sge(128, 32)}}
-	if err := p.a.qp.PostSend(p.now, &send); err != nil {
-		t.Fatal(err)
-	}
-	p.a.e.Process(p.now)
-	p.deliver(p.b)
+	p.sendToB(t)
 	p.now = p.now.Add(delay)
 	p.b.e.Process(p.now) // the held ACK runs out and goes alone
 	if got := p.b.l.Stats().TxPackets; got != 1 || p.b.qp.ackSkip == 0 {
@@ -209,11 +242,7 @@ func TestAckDelayLateAnswer(t *testing.T) {
 	p.deliver(p.a)
 	p.a.e.Process(p.now)
 	// a's next SEND: b holds its ACK again.
-	if err := p.a.qp.PostSend(p.now, &send); err != nil {
-		t.Fatal(err)
-	}
-	p.a.e.Process(p.now)
-	p.deliver(p.b)
+	p.sendToB(t)
 	if p.b.qp.ack&ackHeld == 0 {
 		t.Fatal("b, which answered after its held ACK ran out, does not hold the next one")
 	}

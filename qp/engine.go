@@ -251,9 +251,9 @@ func (e *Engine) DestroyQP(q *QP) error {
 	if q.e != e || e.QP(q.qpn) != q {
 		return fmt.Errorf("destroy QP %d: %w", q.qpn, ErrNoQP)
 	}
+	e.releaseAck(q)
 	e.stopTimer(&q.retrans)
 	e.stopTimer(&q.rnr)
-	e.stopTimer(&q.ackTimer)
 	e.stopTimer(&q.cc.timer)
 	e.stopTimer(&q.cc.pace)
 	e.retireLatency(q)

@@ -564,11 +564,10 @@ func (q *QP) Modify(a *Attr, mask AttrMask) error {
 
 // reset empties the queues without completions (IBA 10.3.1: RESET).
 func (q *QP) reset() {
+	q.e.releaseAck(q)
 	q.e.stopRetrans(q)
 	q.rto = rtoState{}
 	q.e.stopTimer(&q.rnr)
-	q.e.stopTimer(&q.ackTimer)
-	q.ack &^= ackHeld
 	q.ackSkip = 0
 	// A reset QP starts its congestion control afresh, as a new one
 	// would; the configuration it was given cannot fail twice.
@@ -622,12 +621,10 @@ func checkUDWR(wr *SendWR) error {
 func (q *QP) toError() {
 	q.e.stateChanged(q, q.state, StateErr, false)
 	q.state = StateErr
+	q.e.releaseAck(q)
 	q.resp.rdRes = nil
 	q.e.stopRetrans(q)
 	q.e.stopTimer(&q.rnr)
-	// A QP in ERR sends no held ACK.
-	q.e.stopTimer(&q.ackTimer)
-	q.ack &^= ackHeld
 	q.req.needRetry, q.req.waitRNR = false, false
 	q.flushQueues()
 }

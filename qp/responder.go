@@ -755,6 +755,19 @@ func (e *Engine) ackTimeout(q *QP) {
 	}
 }
 
+// releaseAck sends the ACK the QP owes, held (holdAck) or due at the
+// burst's end, before the QP stops answering: moved to ERR or RESET, or
+// destroyed. That ACK covers requests already executed and handed to the
+// application, which rxe acknowledges as it executes them. Lost with the
+// QP, it would leave the peer retransmitting them to a QP that no longer
+// answers: forever at a retry count of 7 (rxe's, and rsocket's), as when
+// an rsocket closes right after the peer's last message.
+func (e *Engine) releaseAck(q *QP) {
+	e.flushAck(q)
+	e.stopTimer(&q.ackTimer)
+	q.ack &^= ackHeld
+}
+
 // flushAck sends the QP's coalesced ACK, if one is due: at the end of the
 // burst, and before any other ACK, NAK or response of the QP, so that the
 // responder's answers keep their PSN order.

@@ -87,6 +87,11 @@ type Conn struct {
 	failed   error // the QP failed: a send completed in error
 	closedAt time.Time
 
+	// peerClosed says the peer's disconnect message came, and sentClose
+	// that we sent ours. When only the peer's went, the peer's rshutdown
+	// waits for our ACK of it, and disconnects once it has it.
+	peerClosed, sentClose bool
+
 	// Receive side.
 	rbuf           []byte
 	rbufOffset     int // next byte Read copies
@@ -548,6 +553,7 @@ func (c *Conn) complete(wc *verbs.WC) bool {
 			switch Ctrl(m.Data()) {
 			case CtrlDisconnect:
 				c.state = 0
+				c.peerClosed = true
 			case CtrlShutdown:
 				if c.state&stWritable != 0 {
 					c.state &^= stReadable
@@ -650,6 +656,7 @@ func (c *Conn) shutdown(rd, wr bool, dl *deadline) error {
 	}
 	if c.state&stConnected != 0 && c.ctrlAvail() {
 		c.ctrlSeqno++
+		c.sentClose = ctrl == CtrlDisconnect
 		if err := c.postMsg(MakeMsg(OpCtrl, uint32(ctrl))); err != nil {
 			return err
 		}
@@ -678,7 +685,10 @@ func (c *Conn) CloseWrite() error {
 // Close ends the stream gracefully: calls blocked in Read or Write return
 // net.ErrClosed, the peer gets rsocket's disconnect after the data
 // already written (waiting up to 30 s for it to land), then the CM's
-// DREQ. Close returns once the peer answers it.
+// DREQ. Close returns once the peer answers it. When the peer's
+// disconnect came first, Close waits, within the same 30 s, for the
+// peer's own DREQ instead, answering its retransmissions meanwhile: the
+// peer's rshutdown waits until every message it sent is acknowledged.
 func (c *Conn) Close() error {
 	first := false
 	c.closeOnce.Do(func() { first = true })
@@ -693,13 +703,27 @@ func (c *Conn) Close() error {
 	dl.set(time.Now().Add(closeTimeout))
 	err := c.shutdown(true, true, &dl)
 	dl.set(time.Time{})
+	// The peer closed first: its last messages are acknowledged, but
+	// an ACK lost on the way leaves it retransmitting, and a QP in error
+	// would never answer (rxe retries forever at rsocket's retry count
+	// of 7). Leave the QP answering until the peer, its sends all done,
+	// disconnects itself.
+	linger := c.peerClosed && !c.sentClose && c.failed == nil
 	c.mu.Unlock()
 	c.rdl.set(time.Time{})
 	c.wdl.set(time.Time{})
+	timeout := time.NewTimer(closeTimeout)
+	defer timeout.Stop()
+	if linger {
+		select {
+		case <-c.rc.Done(): // the peer's DREQ
+		case <-timeout.C:
+		}
+	}
 	c.rc.Disconnect()
 	select {
 	case <-c.rc.Done(): // the peer's DREP, or its own DREQ
-	case <-time.After(closeTimeout):
+	case <-timeout.C:
 	}
 	// Keep the QP until the CM leaves time-wait: its number stays bound
 	// to the old connection until then (IBA 12.9.8.3.1), and a new QP

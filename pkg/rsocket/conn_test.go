@@ -10,8 +10,12 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/uroce/uroce/bth"
+	"github.com/uroce/uroce/pkg/link"
 
 	"github.com/uroce/uroce/pkg/link/pipe"
 	"github.com/uroce/uroce/pkg/link/udp"
@@ -504,5 +508,80 @@ func TestLossy(t *testing.T) {
 	}
 	if !bytes.Equal(got, src) {
 		t.Fatalf("got %d bytes back, want %d equal", len(got), size)
+	}
+}
+
+// dropLink drops the first n RC ACKs sent once armed (the ACK of a
+// peer's last message lost on the wire), and counts the ACKs it lets
+// through after them.
+type dropLink struct {
+	link.Link
+	armed         atomic.Bool
+	n             atomic.Int32
+	dropped, acks atomic.Int32
+}
+
+func (l *dropLink) Send(pkts []*link.Packet) (int, error) {
+	keep := pkts[:0:0]
+	for _, p := range pkts {
+		if l.armed.Load() && p.RoCE()[0] == byte(bth.RCAcknowledge) {
+			if l.n.Add(-1) >= 0 {
+				l.dropped.Add(1)
+				l.Link.Release([]*link.Packet{p})
+				continue
+			}
+			l.acks.Add(1)
+		}
+		keep = append(keep, p)
+	}
+	n, err := l.Link.Send(keep)
+	return n + len(pkts) - len(keep), err
+}
+
+// TestCloseAfterPeer closes the server first, and loses the client's ACK
+// of its disconnect message. The client, closing next, keeps answering
+// until the server has its ACK and disconnects: the server's message
+// completes, and neither Close reports an error. (A QP moved to error at
+// once would leave an rxe peer retransmitting forever.)
+func TestCloseAfterPeer(t *testing.T) {
+	la, lb := pipe.New(pipe.Config{Buffers: 4096})
+	dl := &dropLink{Link: la}
+	dl.n.Store(1)
+	dc, ds := verbs.Open(dl), verbs.Open(lb)
+	client, server := connect(t, dc, ds)
+	// One message first, so that the stream is settled.
+	if _, err := client.Write([]byte("ping")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(server, make([]byte, 4)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond)
+	dl.armed.Store(true)
+	serr := make(chan error, 1)
+	go func() { serr <- server.Close() }()
+	// The client reads the disconnect as the stream's end.
+	if n, err := client.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("client Read after the server closed: %d, %v; want io.EOF", n, err)
+	}
+	if err := client.Close(); err != nil {
+		t.Errorf("client Close: %v", err)
+	}
+	select {
+	case err := <-serr:
+		if err != nil {
+			t.Errorf("server Close: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("server Close did not return")
+	}
+	if dl.dropped.Load() != 1 {
+		t.Fatalf("%d ACKs dropped, want 1", dl.dropped.Load())
+	}
+	// The server sent its disconnect again and the client, still there,
+	// answered it: an rxe peer, whose rsocket disconnects only once
+	// its sends are done, would otherwise retransmit forever.
+	if dl.acks.Load() == 0 {
+		t.Error("the client did not acknowledge the server's disconnect again")
 	}
 }

@@ -85,7 +85,9 @@ func (f facing) run(t *testing.T, l *lab.Lab, g *lab.Guest) facingResult {
 		defer wcancel()
 		if res.guest, err = job.Wait(wctx); err != nil {
 			job.Kill()
-			t.Fatalf("%v\n%s (%v):\n%s\nconsole:\n%s", err, example, res.uroceErr, res.uroce, g.ConsoleTail(30))
+			// The capture's end shows which side stopped answering.
+			frames, _ := capture.Stop()
+			t.Fatalf("%v\n%s (%v):\n%s\nconsole:\n%s\nlast packets on the bridge:\n%s", err, example, res.uroceErr, res.uroce, g.ConsoleTail(30), lab.Tail(frames, 40))
 		}
 	} else {
 		var out syncBuilder

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -101,4 +102,32 @@ func (s RoCEStats) String() string {
 	}
 	fmt.Fprintf(&b, "; uroce-dump: %d RoCE, %d malformed, %d ICRC bad", s.Dump.RoCE, s.Dump.Malformed, s.Dump.ICRCBad)
 	return b.String()
+}
+
+// Tail describes the last n RoCEv2 packets of recs, one line each: the
+// time since the first frame, the addresses, the opcode, the destination
+// QP and the PSN, and an ACK's syndrome. A failure's log shows with it
+// which side stopped answering.
+func Tail(recs []pcapfile.Record, n int) string {
+	var lines []string
+	for i := len(recs) - 1; i >= 0 && len(lines) < n; i-- {
+		var f bth.Frame
+		if f.Decode(recs[i].Data) != nil {
+			continue
+		}
+		var src, dst netip.Addr
+		if f.IPVersion() == 4 {
+			src, dst = f.IPv4().Src(), f.IPv4().Dst()
+		} else {
+			src, dst = f.IPv6().Src(), f.IPv6().Dst()
+		}
+		l := fmt.Sprintf("%10.6f %v → %v %v qp=%#x psn=%d", recs[i].Time.Sub(recs[0].Time).Seconds(),
+			src, dst, f.Opcode(), f.BTH().DestQP(), f.BTH().PSN())
+		if f.Opcode() == bth.RCAcknowledge {
+			l += fmt.Sprintf(" %v", f.AETH().Syndrome())
+		}
+		lines = append(lines, l)
+	}
+	slices.Reverse(lines)
+	return strings.Join(lines, "\n")
 }

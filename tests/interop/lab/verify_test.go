@@ -1,7 +1,9 @@
 package lab_test
 
 import (
+	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/uroce/uroce/bth"
@@ -80,5 +82,38 @@ func TestVerifyRoCEMalformed(t *testing.T) {
 	s := lab.VerifyRoCE(recs)
 	if s.Dump.Malformed != 1 || s.DumpErr == nil || s.Err() == nil {
 		t.Errorf("after breaking one BTH: %v, uroce-dump %+v, err %v; want 1 malformed", s, s.Dump, s.DumpErr)
+	}
+}
+
+// TestTail: the tail of a real rxe capture names its last packets in
+// order, one line each.
+func TestTail(t *testing.T) {
+	f, err := pcapfile.ReadFile("../../../testdata/rxe-captures/ib_write_lat.pcap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last bth.Frame
+	n := 0
+	for _, r := range f.Records {
+		var fr bth.Frame
+		if fr.Decode(r.Data) == nil {
+			last = fr
+			n++
+		}
+	}
+	if n < 5 {
+		t.Fatalf("%d RoCE packets in the capture", n)
+	}
+	tail := lab.Tail(f.Records, 4)
+	lines := strings.Split(tail, "\n")
+	if len(lines) != 4 {
+		t.Fatalf("Tail(4) gave %d lines:\n%s", len(lines), tail)
+	}
+	want := fmt.Sprintf("%v qp=%#x psn=%d", last.Opcode(), last.BTH().DestQP(), last.BTH().PSN())
+	if !strings.Contains(lines[3], want) {
+		t.Errorf("last line %q, want it to name %q", lines[3], want)
+	}
+	if all := lab.Tail(f.Records, 1<<20); len(strings.Split(all, "\n")) != n {
+		t.Errorf("Tail of everything gave %d lines, want %d", len(strings.Split(all, "\n")), n)
 	}
 }
