@@ -86,34 +86,42 @@ func TestVerifyRoCEMalformed(t *testing.T) {
 }
 
 // TestTail: the tail of a real rxe capture names its last packets in
-// order, one line each.
+// order, one line each, an ACK with its syndrome.
 func TestTail(t *testing.T) {
 	f, err := pcapfile.ReadFile("../../../testdata/rxe-captures/ib_write_lat.pcap")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var last bth.Frame
-	n := 0
+	var roce []bth.Frame
 	for _, r := range f.Records {
 		var fr bth.Frame
 		if fr.Decode(r.Data) == nil {
-			last = fr
-			n++
+			roce = append(roce, fr)
 		}
 	}
-	if n < 5 {
-		t.Fatalf("%d RoCE packets in the capture", n)
+	if len(roce) < 5 {
+		t.Fatalf("%d RoCE packets in the capture", len(roce))
 	}
 	tail := lab.Tail(f.Records, 4)
 	lines := strings.Split(tail, "\n")
 	if len(lines) != 4 {
 		t.Fatalf("Tail(4) gave %d lines:\n%s", len(lines), tail)
 	}
-	want := fmt.Sprintf("%v qp=%#x psn=%d", last.Opcode(), last.BTH().DestQP(), last.BTH().PSN())
-	if !strings.Contains(lines[3], want) {
-		t.Errorf("last line %q, want it to name %q", lines[3], want)
+	acks := 0
+	for i, fr := range roce[len(roce)-4:] {
+		want := fmt.Sprintf("%v qp=%#x psn=%d", fr.Opcode(), fr.BTH().DestQP(), fr.BTH().PSN())
+		if fr.Opcode() == bth.RCAcknowledge {
+			want += fmt.Sprintf(" %v", fr.AETH().Syndrome())
+			acks++
+		}
+		if !strings.HasSuffix(lines[i], want) {
+			t.Errorf("line %d %q, want it to end %q", i, lines[i], want)
+		}
 	}
-	if all := lab.Tail(f.Records, 1<<20); len(strings.Split(all, "\n")) != n {
-		t.Errorf("Tail of everything gave %d lines, want %d", len(strings.Split(all, "\n")), n)
+	if acks == 0 {
+		t.Error("no ACK among the last four packets: the syndrome went unchecked")
+	}
+	if all := lab.Tail(f.Records, 1<<20); len(strings.Split(all, "\n")) != len(roce) {
+		t.Errorf("Tail of everything gave %d lines, want %d", len(strings.Split(all, "\n")), len(roce))
 	}
 }
