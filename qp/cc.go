@@ -236,7 +236,7 @@ func (e *Engine) ccArmPace(q *QP, n int) {
 	if d == cc.Never {
 		return
 	}
-	if when := e.now.Add(d); s.pace.idx < 0 || when.Before(s.pace.when) {
+	if when := e.now.Add(d); s.pace.idx < 0 || e.timers.ns(when) < s.pace.when {
 		e.setTimer(&s.pace, when)
 	}
 }
@@ -429,7 +429,7 @@ func (e *Engine) ccSync(q *QP) {
 	switch nt := s.alg.NextTimer(); {
 	case nt.IsZero():
 		e.stopTimer(&s.timer)
-	case s.timer.idx < 0 || !s.timer.when.Equal(nt):
+	case s.timer.idx < 0 || e.timers.ns(nt) != s.timer.when:
 		e.setTimer(&s.timer, nt)
 	}
 }

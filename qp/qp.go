@@ -236,9 +236,13 @@ type QP struct {
 	// ACK usually finds here, in the timer's line, rather than in
 	// ccState's ring (ccSent, ccAck).
 	lastSent lastSent
-	// rto's fields a request or its ACK touches take the next two lines.
+	// rto's fields a request or its ACK touches end this line and fill
+	// the next.
 	rto rtoState
 	rnr timer
+	// Counters count this QP's traffic and events; the per-packet ones
+	// come first, in one line, which a request and the responder touch.
+	Counters Counters
 	// sr is selective repeat's state (sr.go), set exactly when the QP
 	// does it (srModified).
 	sr *srState
@@ -247,11 +251,8 @@ type QP struct {
 	resp   responder
 	rq     recvQueue
 	recvCQ *CQ // QPConfig.RecvCQ, beside rq: a receive completion reads both
-	// Counters count this QP's traffic and events; the per-packet ones
-	// come first, in one line.
-	Counters Counters
-	srq      *SRQ
-	srqWQE   recvWQE // the WQE taken from the SRQ, in progress
+	srq    *SRQ
+	srqWQE recvWQE // the WQE taken from the SRQ, in progress
 	// ackTimer bounds how long an ACK is held (QPConfig.AckDelay);
 	// ackSkip counts the ACKs still to send at once after one ran out,
 	// unless the QP sends a request first: ackSkipPSN is its send PSN
@@ -430,13 +431,13 @@ func (q *QP) PostSend(now time.Time, wr *SendWR) error {
 }
 
 // warmRequester loads a word of each line of q that the requester's turn
-// reads after PostSend: the timer line (the newest send's time) and
-// rto's two lines, which the adaptive timeout (the default) reads and
-// writes for every request. Among thousands of QPs they are cold.
-// Loaded here, their misses overlap those of the lines PostSend reads
-// itself; left to the turn, they come one after another, each a memory
-// latency on the message's path (BenchmarkManyQPs/10000: some 160 ns
-// less a message). Go has no prefetch instruction: the engine keeps the
+// reads after PostSend: the timer line (the newest send's time, and
+// rto's first fields) and rto's next line, which the adaptive timeout
+// (the default) reads and writes for every request. Among thousands of
+// QPs they are cold. Loaded here, their misses overlap those of the
+// lines PostSend reads itself; left to the turn, they come one after
+// another, each a memory latency on the message's path
+// (BenchmarkManyQPs/10000: some 160 ns less a message). Go has no prefetch instruction: the engine keeps the
 // loads' sum so that the compiler does not drop them.
 //
 // A ring in the QP's block (qpBlockSmall) also has the two lines of its

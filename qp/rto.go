@@ -95,18 +95,19 @@ type rtoState struct {
 	// request is a READ or more than earlyMaxBytes are unanswered
 	// (earlyOK).
 	ibaOnly bool
+	// samples counts the RTT samples taken, a clock in round trips.
+	samples uint32
 	// armed is the deadline the retrans timer was last set for (setRTO),
 	// so a request compares integers, not time.Time values.
 	armed int64
 	// suspect: an early retransmission went out at retransAt, resending
 	// requests unanswered since lateSince, and the first answer after it
 	// came at answeredAt (zero before); an answer to both copies would
-	// show it needless.
+	// show it needless. An RTT sample reads suspect; what follows
+	// retransPSN is read only around an early retransmission.
 	suspect bool
 	// retransPSN is the first PSN the early retransmission resent.
-	retransPSN bth.PSN
-	// samples counts the RTT samples taken, a clock in round trips.
-	samples                          uint32
+	retransPSN                       bth.PSN
 	retransAt, lateSince, answeredAt int64
 	// lateSeen: a needless retransmission was found at sample lateAt,
 	// its first copy answered lateWait after it went out.

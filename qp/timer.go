@@ -1,6 +1,7 @@
 package qp
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"time"
@@ -18,12 +19,15 @@ const (
 
 // timer is one QP timer, embedded in the QP or its ccState. idx is its
 // slot in the wheel and pos its entry there, or idx is idxStopped, or
-// idxFiring while the engine's turn is about to fire it.
+// idxFiring while the engine's turn is about to fire it. when is the
+// deadline of an armed timer, in nanoseconds since the wheel's base: 8
+// bytes, where a time.Time takes 24, so the retrans timer leaves room in
+// its line for rto's fields (QP).
 type timer struct {
-	when time.Time
+	when int64
 	qp   *QP
-	idx  int32
 	pos  int32
+	idx  int16 // a slot of wheelSlots, or idxStopped or idxFiring
 	kind timerKind
 }
 
@@ -102,8 +106,8 @@ func (w *timerWheel) set(t *timer, when time.Time) {
 		}
 	}
 	w.remove(t)
-	t.when = when
 	ns := w.ns(when)
+	t.when = ns
 	// A timer already due goes to the slot the next turn visits first.
 	s := int32(max(ns>>tickShift, w.cur) & (wheelSlots - 1))
 	sl := &w.slots[s]
@@ -119,11 +123,11 @@ func (w *timerWheel) set(t *timer, when time.Time) {
 	if when.Before(w.wake) {
 		w.wake = when
 	}
-	t.idx, t.pos = s, int32(len(sl.e))
+	t.idx, t.pos = int16(s), int32(len(sl.e))
 	sl.e = append(sl.e, timerEntry{t: t, when: ns})
 	sl.live++
 	w.n++
-	if w.min != nil && when.Before(w.min.when) || w.n == 1 {
+	if w.min != nil && ns < w.min.when || w.n == 1 {
 		w.min = t
 	}
 }
@@ -246,7 +250,7 @@ func (w *timerWheel) expire(now time.Time) []*timer {
 	w.early = w.base.Add(time.Duration(next))
 	w.wake = w.early
 	if len(w.due) > 1 {
-		slices.SortStableFunc(w.due, func(a, b *timer) int { return a.when.Compare(b.when) })
+		slices.SortStableFunc(w.due, func(a, b *timer) int { return cmp.Compare(a.when, b.when) })
 	}
 	return w.due
 }
@@ -259,7 +263,7 @@ func (w *timerWheel) next() (time.Time, bool) {
 	if w.min == nil {
 		w.min = w.find()
 	}
-	return w.min.when, true
+	return w.base.Add(time.Duration(w.min.when)), true
 }
 
 // find looks for the earliest timer: in slot order from the current

@@ -182,7 +182,7 @@ func TestTimerWheelModel(t *testing.T) {
 					if at, ok := model[i]; !ok || at.After(now) {
 						t.Fatalf("seed %d step %d: fired %d early or stopped", seed, step, i)
 					}
-					if j > 0 && ts[i].when.Before(ts[got[j-1]].when) {
+					if j > 0 && ts[i].when < ts[got[j-1]].when {
 						t.Fatalf("seed %d step %d: fired out of deadline order", seed, step)
 					}
 				}
