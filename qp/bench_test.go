@@ -81,9 +81,18 @@ func benchFlight(b *testing.B, p *pair, wr *SendWR, depth int) {
 
 // BenchmarkManyQPs: a 64-byte WRITE round trip on each of n connected QP
 // pairs in turn; the cost per message should not grow with n.
-func BenchmarkManyQPs(b *testing.B) { benchManyQPs(b, nil, nil) }
+func BenchmarkManyQPs(b *testing.B) { benchManyQPs(b, manyQPs, nil, nil) }
 
-// benchManyQPs connects n QP pairs for n in 10, 1 000 and 10 000 and times
+var manyQPs = []int{10, 1000, 10000}
+
+// BenchmarkQPCountCurve: BenchmarkManyQPs at more counts of QP pairs,
+// from 10 to 20 000, to show where the lines a message touches leave the
+// cache the host gives (verbs/BENCHMARKS.md).
+func BenchmarkQPCountCurve(b *testing.B) {
+	benchManyQPs(b, []int{10, 1000, 2500, 5000, 10000, 20000}, nil, nil)
+}
+
+// benchManyQPs connects n QP pairs for each n in counts and times
 // one signaled 64-byte WRITE per iteration, each pair once per round of n,
 // in an order shuffled once with a fixed seed: a service's connections do
 // not take turns in the order they were created, and walking the QPs in
@@ -91,8 +100,8 @@ func BenchmarkManyQPs(b *testing.B) { benchManyQPs(b, nil, nil) }
 // lines ahead, which hides the very misses the benchmark is there to
 // count. prepare runs on the pair before the extra QPs exist; setup on
 // each extra QP once it is connected.
-func benchManyQPs(b *testing.B, prepare func(p *pair), setup func(p *pair, x *QP)) {
-	for _, n := range []int{10, 1000, 10000} {
+func benchManyQPs(b *testing.B, counts []int, prepare func(p *pair), setup func(p *pair, x *QP)) {
+	for _, n := range counts {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			p := newPair(b, pairConfig{mtu: 1024, retry: 7, rnrRetry: 7, mem: 4096, sendWR: 4, recvWR: 1})
 			if prepare != nil {
