@@ -437,8 +437,9 @@ func (q *QP) PostSend(now time.Time, wr *SendWR) error {
 // QPs they are cold. Loaded here, their misses overlap those of the
 // lines PostSend reads itself; left to the turn, they come one after
 // another, each a memory latency on the message's path
-// (BenchmarkManyQPs/10000: some 160 ns less a message). Go has no prefetch instruction: the engine keeps the
-// loads' sum so that the compiler does not drop them.
+// (BenchmarkManyQPs/10000: some 160 ns less a message). Go has no
+// prefetch instruction: the engine keeps the loads' sum so that the
+// compiler does not drop them.
 //
 // A ring in the QP's block (qpBlockSmall) also has the two lines of its
 // first WQE loaded: an emptied ring starts again there (completeSend),
@@ -447,7 +448,7 @@ func (q *QP) PostSend(now time.Time, wr *SendWR) error {
 // them, the slot's lines were a second memory latency on PostSend's
 // path (BenchmarkManyQPs/10000: some 80 ns less a message).
 func (q *QP) warmRequester() {
-	v := uint64(q.lastSent.at) ^ uint64(q.rto.last) ^ uint64(q.rto.armed)
+	v := uint64(q.lastSent.at) ^ uint64(q.rto.last)
 	if q.sq.mask < smallRing {
 		// The ring is the block's own: CreateQP makes one that
 		// small only in a qpBlockSmall, whose first field q is.
