@@ -124,10 +124,8 @@ func TestAckDelay(t *testing.T) {
 }
 
 // TestAckDelayError checks that a later burst's WRITE, which is
-// acknowledged at once, takes a held ACK with it, and that a QP which
-// stops answering with an ACK held (moved to ERR or RESET, or destroyed)
-// sends that ACK first: the peer's SEND completes, where it would
-// otherwise be retransmitted to a QP that never answers again.
+// acknowledged at once, takes a held ACK with it. A QP that stops
+// answering with an ACK held is TestAckDelayStop's.
 func TestAckDelayError(t *testing.T) {
 	const delay = 20 * time.Microsecond
 	p := newPair(t, pairConfig{mtu: 1024, retry: 7, rnrRetry: 7, ackDelay: delay})

@@ -16,7 +16,6 @@ import (
 
 	"github.com/uroce/uroce/bth"
 	"github.com/uroce/uroce/pkg/link"
-
 	"github.com/uroce/uroce/pkg/link/pipe"
 	"github.com/uroce/uroce/pkg/link/udp"
 	"github.com/uroce/uroce/pkg/netem"
