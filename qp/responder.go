@@ -285,8 +285,12 @@ func (e *Engine) respondWrite(q *QP, p *bth.Packet, h bth.BTH, psn bth.PSN, op b
 	data := p.Payload()
 	n := uint32(len(data))
 	mtu := uint32(q.mtu)
-	va, resid, mr := r.va, r.resid, r.mr
-	rkey, length := r.rkey, r.length
+	// The rest of a message is read from the responder only for its
+	// later packets, and kept only while one follows: a WRITE ONLY
+	// touches none of it.
+	var va uint64
+	var resid, rkey, length uint32
+	mr := r.mr
 	switch op {
 	case bth.RCWriteOnly, bth.RCWriteFirst:
 		reth := p.RETH()
@@ -310,10 +314,12 @@ func (e *Engine) respondWrite(q *QP, p *bth.Packet, h bth.BTH, psn bth.PSN, op b
 		if n != mtu || mr == nil {
 			return false
 		}
+		va, resid, rkey, length = r.va, r.resid, r.rkey, r.length
 	default: // LAST
 		if n == 0 || n > mtu || mr == nil {
 			return false
 		}
+		va, resid, rkey, length = r.va, r.resid, r.rkey, r.length
 	}
 	pad := p.PadCnt()
 	if resid > mtu {
@@ -331,8 +337,11 @@ func (e *Engine) respondWrite(q *QP, p *bth.Packet, h bth.BTH, psn bth.PSN, op b
 	}
 	copy(dst, data) // n <= resid, checked above
 	r.sentPSNNAK = false
-	r.va, r.resid, r.mr = va+uint64(n), resid-n, mr
-	r.rkey, r.length = rkey, length
+	r.mr = mr
+	if resid != n {
+		// FIRST or MIDDLE: the message goes on.
+		r.va, r.resid, r.rkey, r.length = va+uint64(n), resid-n, rkey, length
+	}
 	r.psn = psn.Next()
 	r.ackPSN = r.psn
 	r.opcode = op
