@@ -107,6 +107,12 @@ type qpBlock struct {
 	cc ccState
 }
 
+// cc returns the QP's congestion control state, which lies in the QP's
+// block (CreateQP makes every QP in one): found from q's address rather
+// than through a pointer, which would take 8 bytes of the requester's
+// hot line (TestQPLayout).
+func (q *QP) cc() *ccState { return &(*qpBlock)(unsafe.Pointer(q)).cc }
+
 // smallRing is the largest send ring (in WQEs, 1 KiB) a QP keeps in its
 // own block.
 const smallRing = 4
@@ -139,7 +145,7 @@ func (e *Engine) ccInit(q *QP, cfg *cc.Config) error {
 	if err != nil {
 		return err
 	}
-	s := q.cc
+	s := q.cc()
 	e.stopTimer(&s.timer)
 	e.stopTimer(&s.pace)
 	burst := e.PacerBurst
@@ -172,21 +178,21 @@ func (q *QP) SetCC(cfg *cc.Config) error {
 
 // CCStats returns a snapshot of the QP's congestion control as of now:
 // the mlx5 counters, the current rate and DCQCN's α.
-func (q *QP) CCStats(now time.Time) cc.Stats { return q.cc.alg.Stats(now) }
+func (q *QP) CCStats(now time.Time) cc.Stats { return q.cc().alg.Stats(now) }
 
 // SRTT returns the smoothed round-trip time from a request's send to its
 // ACK (RFC 6298's gain of 1/8, Karn's rule), or 0 before the first sample.
 func (q *QP) SRTT() time.Duration { return q.ccSRTT }
 
 // CCKind returns the QP's congestion control algorithm.
-func (q *QP) CCKind() cc.Kind { return q.cc.kind }
+func (q *QP) CCKind() cc.Kind { return q.cc().kind }
 
 // ccHold reports whether the requester must wait before sending w's next
 // packet: for the pacer (then its timer is armed) or for the algorithm's
 // window (then an ACK schedules the QP). The caller asks only for a QP
 // with congestion control (not ccNone): the check is then no call.
 func (e *Engine) ccHold(q *QP, w *sendWQE) bool {
-	s := q.cc
+	s := q.cc()
 	if s.inert {
 		return false
 	}
@@ -216,7 +222,7 @@ func (e *Engine) ccWindowFull(q *QP) bool {
 	if q.ccNone {
 		return false
 	}
-	s := q.cc
+	s := q.cc()
 	if s.inert {
 		return false
 	}
@@ -231,7 +237,7 @@ func (e *Engine) ccWindowFull(q *QP) bool {
 // less to scheduling on a busy machine. The requester and the READ
 // responder share the timer; an earlier deadline already armed stays.
 func (e *Engine) ccArmPace(q *QP, n int) {
-	s := q.cc
+	s := q.cc()
 	d := s.pacer.Delay(e.now, n+paceQuantum)
 	if d == cc.Never {
 		return
@@ -248,7 +254,7 @@ func (e *Engine) ccArmPace(q *QP, n int) {
 // per QP, and for a READ the responder is the QP whose data crosses the
 // congested link), and a UC QP has no ACKs to open a window.
 func (e *Engine) ccPaceHold(q *QP, wire int) bool {
-	s := q.cc
+	s := q.cc()
 	if !s.paced || s.pacer.Delay(e.now, wire) == 0 {
 		return false
 	}
@@ -260,7 +266,7 @@ func (e *Engine) ccPaceHold(q *QP, wire int) bool {
 // pacer's tokens and the algorithm's byte counter (DCQCN counts every byte
 // the QP transmits). It takes no RTT sample: those time requests.
 func (e *Engine) ccSentResponse(q *QP, wire int) {
-	s := q.cc
+	s := q.cc()
 	if s.paced {
 		s.pacer.Take(e.now, wire)
 	}
@@ -279,8 +285,8 @@ func (e *Engine) ccSentResponse(q *QP, wire int) {
 // request or READ response instead. It feeds no byte counter: DCQCN
 // counts the QP's data.
 func (e *Engine) ccSentAck(q *QP, lp *link.Packet) {
-	if lp != nil && !q.ccNone && q.cc.paced {
-		q.cc.pacer.Take(e.now, lp.Len+ipUDPLen)
+	if lp != nil && !q.ccNone && q.cc().paced {
+		q.cc().pacer.Take(e.now, lp.Len+ipUDPLen)
 	}
 }
 
@@ -293,7 +299,7 @@ func (e *Engine) ccAckDue(q *QP) bool {
 	if q.ccNone {
 		return false
 	}
-	s := q.cc
+	s := q.cc()
 	if !s.paced {
 		return false
 	}
@@ -326,7 +332,7 @@ func (e *Engine) ccSent(q *QP, wire int, last bth.PSN, retransmit bool) {
 func (q *QP) sentAt(last bth.PSN, t int64) {
 	c := &q.lastSent
 	if c.held && c.psn != last {
-		q.cc.sent[uint32(c.psn)&(maxUnackedPSNs-1)] = c.at
+		q.cc().sent[uint32(c.psn)&(maxUnackedPSNs-1)] = c.at
 	}
 	c.at, c.psn, c.held = t, last, true
 }
@@ -334,7 +340,7 @@ func (q *QP) sentAt(last bth.PSN, t int64) {
 // ccSentAlg gives the pacer and the algorithm a request packet of wire
 // bytes.
 func (e *Engine) ccSentAlg(q *QP, wire int) {
-	s := q.cc
+	s := q.cc()
 	if s.paced {
 		s.pacer.Take(e.now, wire)
 	}
@@ -351,7 +357,7 @@ func (e *Engine) ccAck(q *QP, from, to bth.PSN) {
 	if n <= 0 {
 		return
 	}
-	s := q.cc
+	s := q.cc()
 	var rtt time.Duration
 	newest := to.Add(-1)
 	c := &q.lastSent
@@ -387,27 +393,27 @@ func (e *Engine) ccAck(q *QP, from, to bth.PSN) {
 
 // ccLoss tells the algorithm that a go-back-N started.
 func (e *Engine) ccLoss(q *QP) {
-	q.cc.alg.OnLoss(e.now)
+	q.cc().alg.OnLoss(e.now)
 	e.ccSync(q)
 }
 
 // ccCE is the notification point: a CE-marked packet arrived for q, and
 // the algorithm may ask for a CNP to the peer's QP.
 func (e *Engine) ccCE(q *QP) {
-	if q.cc.alg.OnCE(e.now) && q.state.receives() {
+	if q.cc().alg.OnCE(e.now) && q.state.receives() {
 		e.sendCNP(q)
 	}
 }
 
 // ccCNP is the reaction point: a CNP named q.
 func (e *Engine) ccCNP(q *QP) {
-	q.cc.alg.OnCNP(e.now)
+	q.cc().alg.OnCNP(e.now)
 	e.ccSync(q)
 }
 
 // ccTimer runs the algorithm's timer.
 func (e *Engine) ccTimer(q *QP) {
-	q.cc.alg.OnTimer(e.now)
+	q.cc().alg.OnTimer(e.now)
 	e.ccSync(q)
 }
 
@@ -415,7 +421,7 @@ func (e *Engine) ccTimer(q *QP) {
 // rate and the timer. A QP waiting on the pacer is looked at again when its
 // rate changed, since its wake-up time was worked out at the old rate.
 func (e *Engine) ccSync(q *QP) {
-	s := q.cc
+	s := q.cc()
 	if r := s.alg.Rate(); r != s.rate {
 		s.rate = r
 		if s.paced {

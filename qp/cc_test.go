@@ -110,8 +110,8 @@ func TestCNPReaction(t *testing.T) {
 	if s.RPCNPHandled != 1 || s.Rate >= 10*cc.Gbps || s.Kind != cc.KindDCQCN {
 		t.Fatalf("DCQCN after a CNP: %+v", s)
 	}
-	if c.QP.cc.pacer.Rate() != s.Rate {
-		t.Fatalf("pacer at %v, algorithm at %v", c.QP.cc.pacer.Rate(), s.Rate)
+	if c.QP.cc().pacer.Rate() != s.Rate {
+		t.Fatalf("pacer at %v, algorithm at %v", c.QP.cc().pacer.Rate(), s.Rate)
 	}
 	// The rate increase timer is armed in the engine's wheel and raises
 	// the rate again when it fires.
@@ -452,7 +452,7 @@ func TestAckCharged(t *testing.T) {
 	if err := c.QP.SetCC(&cfg); err != nil {
 		t.Fatal(err)
 	}
-	before := c.QP.cc.pacer.Tokens(c.Now)
+	before := c.QP.cc().pacer.Tokens(c.Now)
 	const acks = 1500 // 48 bytes each: more than the 64 KiB bucket
 	wire := 0
 	for range acks {
@@ -463,7 +463,7 @@ func TestAckCharged(t *testing.T) {
 		wire += lp.Len + ipUDPLen
 	}
 	// No time passed: the bucket lost exactly the ACKs' bytes.
-	if got := before - c.QP.cc.pacer.Tokens(c.Now); got != int64(wire) {
+	if got := before - c.QP.cc().pacer.Tokens(c.Now); got != int64(wire) {
 		t.Fatalf("tokens fell by %d after %d ACKs of %d bytes in all", got, acks, wire)
 	}
 	if before-int64(wire) >= 0 {
@@ -549,7 +549,7 @@ func TestSendTimes(t *testing.T) {
 	e.ccAck(q, 7, 8)
 	q.req.psn = 9
 	e.ccSent(q, 100, 8, false)
-	if q.cc.sent != [maxUnackedPSNs]int64{} {
+	if q.cc().sent != [maxUnackedPSNs]int64{} {
 		t.Error("the ring was written while one request was in flight at a time")
 	}
 }

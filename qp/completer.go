@@ -61,7 +61,7 @@ func (e *Engine) completeOp(q *QP, p *bth.Packet, op bth.Opcode) {
 		// executed. IBA's valid responses lie between the oldest
 		// unacknowledged PSN and the last one sent; rxe's check_psn
 		// has no upper bound.
-		q.Counters.Dropped++
+		q.ctr.Dropped++
 		return
 	}
 	var w *sendWQE
@@ -79,7 +79,7 @@ func (e *Engine) completeOp(q *QP, p *bth.Packet, op bth.Opcode) {
 				// Nothing is waiting for a response: a stale or
 				// duplicate packet, or the rest of a coalesced ACK.
 				if !progress {
-					q.Counters.Dropped++
+					q.ctr.Dropped++
 				}
 				state = compDone
 				continue
@@ -168,10 +168,10 @@ func (e *Engine) completeOp(q *QP, p *bth.Packet, op bth.Opcode) {
 			state = e.errorRetry(q, w, false)
 
 		case compRNRRetry:
-			q.Counters.RNRNAKsRcvd++
+			q.ctr.RNRNAKsRcvd++
 			if q.comp.rnrRetry == 0 {
 				w.status = WCRNRRetryExcErr
-				q.Counters.RNRRetryExcErrs++
+				q.ctr.RNRRetryExcErrs++
 				state = compError
 				continue
 			}
@@ -208,7 +208,7 @@ func (e *Engine) completeOp(q *QP, p *bth.Packet, op bth.Opcode) {
 				q.rtoAcked()
 				q.rto.progressed(e.nowNS)
 			} else if again && q.rto.duplicateAnswer(e.nowNS, psn, q.timeoutDur()) {
-				q.Counters.SpuriousRetrans++
+				q.ctr.SpuriousRetrans++
 			}
 			if progress || q.retrans.idx < 0 {
 				e.rearmRetrans(q)
@@ -225,7 +225,7 @@ func (e *Engine) completeOp(q *QP, p *bth.Packet, op bth.Opcode) {
 func (e *Engine) checkPSN(q *QP, w *sendWQE, p *bth.Packet, psn bth.PSN, op bth.Opcode) compState {
 	if psn.After(w.lastPSN) {
 		if w.state != wqePending {
-			q.Counters.Dropped++
+			q.ctr.Dropped++
 			return compDone
 		}
 		// A response beyond this WQE: a coalesced ACK completes a
@@ -239,7 +239,7 @@ func (e *Engine) checkPSN(q *QP, w *sendWQE, p *bth.Packet, psn bth.PSN, op bth.
 			}
 		}
 		if w.wr.Opcode.isReadAtomic() {
-			q.Counters.ImplicitNAKs++
+			q.ctr.ImplicitNAKs++
 			return compErrorRetry
 		}
 		q.resetRetry()
@@ -251,7 +251,7 @@ func (e *Engine) checkPSN(q *QP, w *sendWQE, p *bth.Packet, psn bth.PSN, op bth.
 		if psn == w.lastPSN && w.state == wqePending && op == bth.RCAcknowledge {
 			return compCompAck
 		}
-		q.Counters.Dropped++
+		q.ctr.Dropped++
 		return compDone
 	case d > 0 && w.wr.Opcode == WRRead:
 		// A gap in the READ response: implicit NAK (rxe drops
@@ -265,7 +265,7 @@ func (e *Engine) checkPSN(q *QP, w *sendWQE, p *bth.Packet, psn bth.PSN, op bth.
 			// what is missing only (sr.go).
 			return e.srReadAhead(q, w, p, psn, op)
 		}
-		q.Counters.ImplicitNAKs++
+		q.ctr.ImplicitNAKs++
 		return compErrorRetry
 	}
 	return compCheckAck
@@ -313,7 +313,7 @@ func (e *Engine) checkAck(q *QP, w *sendWQE, p *bth.Packet, op bth.Opcode) compS
 			if w.wr.Opcode.isReadAtomic() {
 				// An ACK inside a READ's PSNs (rxe: "read
 				// retried"), or one for an atomic: not ours.
-				q.Counters.Dropped++
+				q.ctr.Dropped++
 				return compDone
 			}
 			q.resetRetry()
@@ -332,7 +332,7 @@ func (e *Engine) checkAck(q *QP, w *sendWQE, p *bth.Packet, op bth.Opcode) compS
 				// 5 % loss is mostly NAKed before its AckReq packet
 				// gets through, and seven NAKs in a row failed the
 				// lab's drop5pct write_bw cell with RETRY_EXC_ERR.
-				q.Counters.SeqNAKsRcvd++
+				q.ctr.SeqNAKsRcvd++
 				if psn := p.BTH().PSN(); psn.After(q.comp.psn) {
 					q.comp.psn = psn
 					q.resetRetry()
@@ -394,13 +394,13 @@ func (e *Engine) errorRetry(q *QP, w *sendWQE, timeout bool) compState {
 	}
 	if q.comp.retryCnt == 0 {
 		w.status = WCRetryExcErr
-		q.Counters.RetryExcErrs++
+		q.ctr.RetryExcErrs++
 		return compError
 	}
 	if !q.retryForever(q.comp.retryCnt) {
 		q.comp.retryCnt--
 	}
-	q.Counters.CompleterRetries++
+	q.ctr.CompleterRetries++
 	if timeout && q.sr != nil {
 		e.srTimeout(q)
 		return compDone
@@ -441,8 +441,8 @@ func (e *Engine) retransTimeout(q *QP) {
 			return
 		}
 		if !charged {
-			q.Counters.Timeouts++
-			q.Counters.EarlyRetransTimeouts++
+			q.ctr.Timeouts++
+			q.ctr.EarlyRetransTimeouts++
 			q.rto.earlyRetransmit(e.nowNS, q.comp.psn)
 			if q.sr != nil {
 				e.srTimeout(q)
@@ -452,7 +452,7 @@ func (e *Engine) retransTimeout(q *QP) {
 			return
 		}
 	}
-	q.Counters.Timeouts++
+	q.ctr.Timeouts++
 	if e.errorRetry(q, w, true) == compError {
 		q.fail(w, w.status)
 	}

@@ -72,6 +72,72 @@ type Counters struct {
 	SACKsSent, SACKsRcvd          uint64
 }
 
+// pktCounts are what one side of a QP, its requester or its responder,
+// counts for every packet: narrow, so that each side's fit in a line it
+// touches anyway (requester, responder), and a request or a WRITE
+// received moves no line of Counters. tx and rx each hold a packet count
+// in their top 16 bits and the packets' payload bytes below, so a packet
+// is one add and one compare: the bytes of 2^16 packets, each under 4
+// GiB, cannot reach the count. When the count wraps, both carry into
+// the QP's Counters; QP.Counters adds both sides', so the sums stay
+// exact.
+type pktCounts struct {
+	tx, rx uint64
+}
+
+const (
+	pktShift = 48
+	pktBytes = 1<<pktShift - 1
+)
+
+// sent counts a packet of n payload bytes sent, carrying into c.
+func (p *pktCounts) sent(n int, c *Counters) {
+	p.tx = count(p.tx, n, &c.TxPackets, &c.TxBytes)
+}
+
+// rcvd counts a packet of n payload bytes received, carrying into c.
+func (p *pktCounts) rcvd(n int, c *Counters) {
+	p.rx = count(p.rx, n, &c.RxPackets, &c.RxBytes)
+}
+
+// count adds a packet of n bytes to v, or when its packet count wraps
+// carries v into the wide counts and returns 0.
+func count(v uint64, n int, pkts, bytes *uint64) uint64 {
+	w := v + (1<<pktShift | uint64(uint32(n)))
+	if w < v {
+		*pkts += 1 << (64 - pktShift)
+		*bytes += w & pktBytes
+		return 0
+	}
+	return w
+}
+
+// count16 adds one to a 16-bit count, carrying into c when it wraps.
+func count16(n *uint16, c *uint64) {
+	if *n++; *n == 0 {
+		*c += 1 << 16
+	}
+}
+
+// addTo adds the packet and byte counts to c.
+func (p *pktCounts) addTo(c *Counters) {
+	c.TxPackets += p.tx >> pktShift
+	c.TxBytes += p.tx & pktBytes
+	c.RxPackets += p.rx >> pktShift
+	c.RxBytes += p.rx & pktBytes
+}
+
+// Counters returns the QP's counters.
+func (q *QP) Counters() Counters {
+	c := q.ctr
+	q.req.pkts.addTo(&c)
+	q.resp.pkts.addTo(&c)
+	c.PostedSends += uint64(q.req.posted)
+	c.CompletedSends += uint64(q.req.done)
+	c.CompletedRecvs += uint64(q.resp.done)
+	return c
+}
+
 // EngineCounters are a device's counters.
 type EngineCounters struct {
 	Counters

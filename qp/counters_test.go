@@ -39,7 +39,7 @@ func TestRDMASends(t *testing.T) {
 		}
 	}
 	p.run(func() bool { return p.a.qp.sq.head == p.a.qp.sq.tail })
-	a, b := p.a.qp.Counters, p.b.qp.Counters
+	a, b := p.a.qp.Counters(), p.b.qp.Counters()
 	if a.CompletedSends != uint64(len(ops)) || a.RDMASends != sends {
 		t.Fatalf("completed %d WRs, %d of them SENDs; want %d and %d", a.CompletedSends, a.RDMASends, len(ops), sends)
 	}
@@ -125,8 +125,12 @@ func TestStatsSumsEveryCounter(t *testing.T) {
 	}
 	set(reflect.ValueOf(&e.Counters).Elem(), 1000)
 	set(reflect.ValueOf(&e.Counters.Counters).Elem(), 2000)
-	set(reflect.ValueOf(&p.a.qp.Counters).Elem(), 30000)
-	set(reflect.ValueOf(&q2.Counters).Elem(), 400000)
+	for _, q := range []*QP{p.a.qp, q2} {
+		q.req.pkts, q.resp.pkts = pktCounts{}, pktCounts{}
+		q.req.posted, q.req.done, q.resp.done = 0, 0, 0
+	}
+	set(reflect.ValueOf(&p.a.qp.ctr).Elem(), 30000)
+	set(reflect.ValueOf(&q2.ctr).Elem(), 400000)
 	s := e.Stats()
 	got := reflect.ValueOf(s.Counters)
 	for i := range got.NumField() {
@@ -138,5 +142,47 @@ func TestStatsSumsEveryCounter(t *testing.T) {
 		if *d.Ptr(&s) != *d.Ptr(&e.Counters) {
 			t.Errorf("%s = %d, want the engine's %d", d.Field, *d.Ptr(&s), *d.Ptr(&e.Counters))
 		}
+	}
+}
+
+// TestPktCountsCarry: the requester's and the responder's narrow
+// per-packet counts carry into Counters when they wrap, and Counters adds
+// what both sides hold, so the sums stay exact past 2^16 packets (and
+// WRs) and 2^32 bytes.
+func TestPktCountsCarry(t *testing.T) {
+	var q QP
+	var want Counters
+	add := func(c *uint64, n uint64) { *c += n }
+	for i := range 70000 {
+		n := 4096 + i%64
+		q.req.pkts.sent(n, &q.ctr)
+		add(&want.TxPackets, 1)
+		add(&want.TxBytes, uint64(n))
+		q.resp.pkts.rcvd(n*16, &q.ctr)
+		add(&want.RxPackets, 1)
+		add(&want.RxBytes, uint64(n*16))
+		q.resp.pkts.sent(0, &q.ctr)
+		add(&want.TxPackets, 1)
+		if i%2 == 0 {
+			q.req.pkts.rcvd(7, &q.ctr)
+			add(&want.RxPackets, 1)
+			add(&want.RxBytes, 7)
+		}
+		count16(&q.req.posted, &q.ctr.PostedSends)
+		add(&want.PostedSends, 1)
+		count16(&q.req.done, &q.ctr.CompletedSends)
+		add(&want.CompletedSends, 1)
+		if i%3 == 0 {
+			count16(&q.resp.done, &q.ctr.CompletedRecvs)
+			add(&want.CompletedRecvs, 1)
+		}
+	}
+	q.ctr.Retransmits = 5
+	want.Retransmits = 5
+	if want.RxBytes <= 1<<32 {
+		t.Fatalf("the test moves %d bytes: too few to wrap", want.RxBytes)
+	}
+	if got := q.Counters(); got != want {
+		t.Errorf("Counters() = %+v\nwant %+v", got, want)
 	}
 }

@@ -171,12 +171,12 @@ func (e *Engine) CreateQP(cfg QPConfig) (*QP, error) {
 		b, ring = new(qpBlock), make([]sendWQE, ss)
 	}
 	q := &b.qp
-	*q = QP{e: e, cc: &b.cc,
+	*q = QP{e: e,
 		typ: cfg.Type, pd: cfg.PD, sendCQ: cfg.SendCQ, recvCQ: cfg.RecvCQ, signalAll: cfg.SignalAll,
 		cfg: qpConfig{MaxSendWR: cfg.MaxSendWR, MaxRecvWR: cfg.MaxRecvWR, MaxSendSGE: cfg.MaxSendSGE,
 			MaxRecvSGE: cfg.MaxRecvSGE, MaxInline: cfg.MaxInline, SRQ: cfg.SRQ, CC: cfg.CC, AckDelay: cfg.AckDelay}}
-	q.cc.timer = timer{idx: -1, qp: q, kind: timerCC}
-	q.cc.pace = timer{idx: -1, qp: q, kind: timerPace}
+	q.cc().timer = timer{idx: -1, qp: q, kind: timerCC}
+	q.cc().pace = timer{idx: -1, qp: q, kind: timerPace}
 	if err := e.ccInit(q, cfg.CC); err != nil {
 		return nil, fmt.Errorf("create QP: %w", err)
 	}
@@ -254,8 +254,8 @@ func (e *Engine) DestroyQP(q *QP) error {
 	e.releaseAck(q)
 	e.stopTimer(&q.retrans)
 	e.stopTimer(&q.rnr)
-	e.stopTimer(&q.cc.timer)
-	e.stopTimer(&q.cc.pace)
+	e.stopTimer(&q.cc().timer)
+	e.stopTimer(&q.cc().pace)
 	e.retireLatency(q)
 	q.state = StateReset
 	q.sendCQ.refs--
@@ -356,7 +356,7 @@ func (e *Engine) receiveOne(lp *link.Packet) {
 		// could throttle the QP at will.
 		if q := e.QP(qpn); q != nil {
 			if q.typ.connected() && !e.fromPeer(q, lp) {
-				q.Counters.BadAddr++
+				q.ctr.BadAddr++
 				return
 			}
 			e.Counters.CNPsRcvd++
@@ -380,11 +380,11 @@ func (e *Engine) receiveOne(lp *link.Packet) {
 	if svc != q.typ.service() {
 		// The opcode is not of the QP's service (rxe's
 		// check_type_state).
-		q.Counters.Dropped++
+		q.ctr.Dropped++
 		return
 	}
 	if svc != bth.ServiceUD && !e.fromPeer(q, lp) {
-		q.Counters.BadAddr++
+		q.ctr.BadAddr++
 		return
 	}
 	// IBA 10.9.3: the low 15 bits must match and one side must be a full
@@ -393,8 +393,14 @@ func (e *Engine) receiveOne(lp *link.Packet) {
 		e.Counters.BadPKey++
 		return
 	}
-	q.Counters.RxPackets++
-	q.Counters.RxBytes += uint64(p.PayloadLen())
+	// The responder counts requests (every UC and UD packet is one),
+	// the requester responses.
+	request := p.Has(bth.Request)
+	c := &q.req.pkts
+	if request {
+		c = &q.resp.pkts
+	}
+	c.rcvd(p.PayloadLen(), &q.ctr)
 	if svc == bth.ServiceUD {
 		e.receiveDatagram(q, p, lp)
 		return
@@ -404,15 +410,15 @@ func (e *Engine) receiveOne(lp *link.Packet) {
 	}
 	if svc == bth.ServiceUC {
 		if !q.state.receives() {
-			q.Counters.Dropped++
+			q.ctr.Dropped++
 			return
 		}
 		e.respondUC(q, p)
 		return
 	}
-	if p.Has(bth.Request) {
+	if request {
 		if !q.state.receives() {
-			q.Counters.Dropped++
+			q.ctr.Dropped++
 			return
 		}
 		// The common request, a WRITE in order, is taken without
@@ -423,7 +429,7 @@ func (e *Engine) receiveOne(lp *link.Packet) {
 		return
 	}
 	if !q.state.sends() {
-		q.Counters.Dropped++
+		q.ctr.Dropped++
 		return
 	}
 	e.complete(q, p)
@@ -612,15 +618,18 @@ func (e *Engine) newPacket(q *QP, bf *bth.BTHFields, payloadLen int, response bo
 	switch {
 	case e.ChooseTOS != nil:
 		lp.TOS = e.ChooseTOS(q, response)
-	case !q.ccNone && q.cc.ect && (!response || payloadLen > 0):
+	case !q.ccNone && q.cc().ect && (!response || payloadLen > 0):
 		// Requests and READ responses carry ECT(0); ACKs stay
 		// Not-ECT, as ConnectX sends them.
 		lp.TOS = q.tclass&^3 | link.ECT0
 	default:
 		lp.TOS = q.tclass
 	}
-	q.Counters.TxPackets++
-	q.Counters.TxBytes += uint64(payloadLen)
+	c := &q.req.pkts
+	if response {
+		c = &q.resp.pkts
+	}
+	c.sent(payloadLen, &q.ctr)
 	e.txq = append(e.txq, lp)
 	return lp, b[hl : hl+payloadLen]
 }
@@ -693,8 +702,9 @@ func (e *Engine) Stats() EngineCounters {
 		if q == nil {
 			continue
 		}
-		s.Counters.Add(&q.Counters)
-		s.CC.Add(q.cc.alg.Stats(e.now).Counters)
+		c := q.Counters()
+		s.Counters.Add(&c)
+		s.CC.Add(q.cc().alg.Stats(e.now).Counters)
 	}
 	return s
 }

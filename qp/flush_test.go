@@ -68,8 +68,8 @@ func TestResponderFlushAtomicWrite(t *testing.T) {
 	if n := c.RCQ.Poll(make([]Completion, 4)); n != 0 {
 		t.Errorf("%d receive completions for FLUSH/ATOMIC WRITE", n)
 	}
-	if c.QP.Counters.DupRequests != 2 {
-		t.Errorf("%d duplicates counted, want 2", c.QP.Counters.DupRequests)
+	if c.QP.Counters().DupRequests != 2 {
+		t.Errorf("%d duplicates counted, want 2", c.QP.Counters().DupRequests)
 	}
 }
 
@@ -171,12 +171,12 @@ func TestResponderFlushResourceLimit(t *testing.T) {
 			c.SendRequest(bth.RCAtomicWrite, awFields(ctxMemBase+8*uint64(i), c.MR.RKey), make([]byte, 8), true)
 		}
 	}
-	if c.QP.State() != StateRTS || c.QP.Counters.TooManyRdAtomic != 0 {
-		t.Fatalf("state %v after 4 requests, %d over the limit", c.QP.State(), c.QP.Counters.TooManyRdAtomic)
+	if c.QP.State() != StateRTS || c.QP.Counters().TooManyRdAtomic != 0 {
+		t.Fatalf("state %v after 4 requests, %d over the limit", c.QP.State(), c.QP.Counters().TooManyRdAtomic)
 	}
 	c.SendRequest(bth.RCAtomicWrite, awFields(ctxMemBase+64, c.MR.RKey), make([]byte, 8), true)
-	if c.QP.Counters.TooManyRdAtomic != 1 || c.QP.State() != StateErr {
-		t.Fatalf("fifth request: %d over the limit, state %v", c.QP.Counters.TooManyRdAtomic, c.QP.State())
+	if c.QP.Counters().TooManyRdAtomic != 1 || c.QP.State() != StateErr {
+		t.Fatalf("fifth request: %d over the limit, state %v", c.QP.Counters().TooManyRdAtomic, c.QP.State())
 	}
 }
 
@@ -284,13 +284,13 @@ func TestFlushAtomicWritePair(t *testing.T) {
 			if !bytes.Equal(b.mem[65536:65536+100*n], a.mem[4096:4096+100*n]) {
 				t.Fatal("writes landed wrong")
 			}
-			if tc.faults.Drop == 0 && a.qp.Counters.Retransmits != 0 {
-				t.Errorf("%d retransmits on a clean path", a.qp.Counters.Retransmits)
+			if tc.faults.Drop == 0 && a.qp.Counters().Retransmits != 0 {
+				t.Errorf("%d retransmits on a clean path", a.qp.Counters().Retransmits)
 			}
-			if tc.faults.Drop != 0 && (a.qp.Counters.Retransmits == 0 || b.qp.Counters.DupRequests == 0) {
-				t.Errorf("loss left no mark: %d retransmits, %d duplicates", a.qp.Counters.Retransmits, b.qp.Counters.DupRequests)
+			if tc.faults.Drop != 0 && (a.qp.Counters().Retransmits == 0 || b.qp.Counters().DupRequests == 0) {
+				t.Errorf("loss left no mark: %d retransmits, %d duplicates", a.qp.Counters().Retransmits, b.qp.Counters().DupRequests)
 			}
-			t.Logf("%d WRs, %d retransmits, %d duplicates answered", posted, a.qp.Counters.Retransmits, b.qp.Counters.DupRequests)
+			t.Logf("%d WRs, %d retransmits, %d duplicates answered", posted, a.qp.Counters().Retransmits, b.qp.Counters().DupRequests)
 		})
 	}
 }

@@ -20,13 +20,13 @@ func TestGhostACK(t *testing.T) {
 			RemoteAddr: 0x1000, RKey: 0x1234})
 		req := c.GetPacket()
 		psn := req.BTH().PSN()
-		dropped := c.QP.Counters.Dropped
+		dropped := c.QP.Counters().Dropped
 		c.SendPacket(ackFields(psn.Add(ahead)), nil)
 		if n := c.SCQ.Poll(make([]Completion, 2)); n != 0 {
 			t.Fatalf("an ACK %d PSNs past the last sent completed %d WRs", ahead, n)
 		}
-		if c.QP.Counters.Dropped != dropped+1 {
-			t.Errorf("ahead %d: dropped moved by %d, want 1", ahead, c.QP.Counters.Dropped-dropped)
+		if c.QP.Counters().Dropped != dropped+1 {
+			t.Errorf("ahead %d: dropped moved by %d, want 1", ahead, c.QP.Counters().Dropped-dropped)
 		}
 		// The real ACK completes it.
 		c.SendPacket(ackFields(psn), nil)

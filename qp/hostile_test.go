@@ -128,7 +128,7 @@ func TestSpoofedSource(t *testing.T) {
 				c.PeerPSN = psn
 				c.CheckNoPacket()
 			}
-			if got := c.QP.Counters.BadAddr; got != 4 {
+			if got := c.QP.Counters().BadAddr; got != 4 {
 				t.Errorf("bad_addr %d, want 4", got)
 			}
 			if s := c.E.Stats(); s.BadAddr != 4 || s.RxPackets != 0 {
@@ -331,8 +331,8 @@ func TestTooManyRdAtomic(t *testing.T) {
 			}
 			c.Expect(opcodeIs(bth.RCAcknowledge), psnIs(psn), aethIs(bth.NAK(bth.NAKInvalidRequest), 4))
 			c.CheckNoPacket()
-			if c.QP.Counters.TooManyRdAtomic != 1 || c.QP.State() != StateErr {
-				t.Errorf("too_many_rd_atomic %d, state %v", c.QP.Counters.TooManyRdAtomic, c.QP.State())
+			if c.QP.Counters().TooManyRdAtomic != 1 || c.QP.State() != StateErr {
+				t.Errorf("too_many_rd_atomic %d, state %v", c.QP.Counters().TooManyRdAtomic, c.QP.State())
 			}
 			if !bytes.Equal(before, c.Mem) {
 				t.Error("the refused request changed memory")
@@ -384,16 +384,16 @@ func TestRdAtomicWithinLimit(t *testing.T) {
 		c.SendRequest(bth.RCReadRequest, &bth.PacketFields{RETH: bth.RETHFields{VA: ctxMemBase, RKey: c.MR.RKey, DMALen: 8}}, nil, true)
 	}
 	drainSent(c)
-	if c.QP.Counters.TooManyRdAtomic != 0 || c.QP.State() != StateRTS {
-		t.Fatalf("too_many_rd_atomic %d, state %v", c.QP.Counters.TooManyRdAtomic, c.QP.State())
+	if c.QP.Counters().TooManyRdAtomic != 0 || c.QP.State() != StateRTS {
+		t.Fatalf("too_many_rd_atomic %d, state %v", c.QP.Counters().TooManyRdAtomic, c.QP.State())
 	}
 	for i := range c.QP.resp.res {
 		if c.QP.resp.res[i].owed {
 			t.Errorf("resource %d still owed", i)
 		}
 	}
-	if c.QP.Counters.ErrNAKsSent != 0 {
-		t.Errorf("%d error NAKs", c.QP.Counters.ErrNAKsSent)
+	if c.QP.Counters().ErrNAKsSent != 0 {
+		t.Errorf("%d error NAKs", c.QP.Counters().ErrNAKsSent)
 	}
 }
 

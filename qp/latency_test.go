@@ -104,10 +104,10 @@ func testLatencyMany(t *testing.T, mode RetransFlags) {
 	}
 	var s hist.Snapshot
 	p.a.qp.Latency(&s)
-	if s.Count != n || p.a.qp.Counters.CompletedSends != n {
-		t.Fatalf("recorded %d, completed %d, want %d", s.Count, p.a.qp.Counters.CompletedSends, n)
+	if s.Count != n || p.a.qp.Counters().CompletedSends != n {
+		t.Fatalf("recorded %d, completed %d, want %d", s.Count, p.a.qp.Counters().CompletedSends, n)
 	}
-	if p.a.qp.Counters.Retransmits == 0 {
+	if p.a.qp.Counters().Retransmits == 0 {
 		t.Fatal("no retransmission under 5 % loss")
 	}
 	if q := time.Duration(s.Quantile(0)); q < 2*delay*63/64 || q > 2*delay*65/64 {

@@ -25,7 +25,7 @@ func TestQPLayout(t *testing.T) {
 	line := func(off uintptr) uintptr { return (off + 8) / 64 }
 	// last is the line of a field's last byte.
 	last := func(off, size uintptr) uintptr { return line(off + size - 1) }
-	ctr, resp, rto := unsafe.Offsetof(q.Counters), unsafe.Offsetof(q.resp), unsafe.Offsetof(q.rto)
+	ctr, resp, rto := unsafe.Offsetof(q.ctr), unsafe.Offsetof(q.resp), unsafe.Offsetof(q.rto)
 	for _, c := range []struct {
 		what string
 		ok   bool
@@ -38,10 +38,11 @@ func TestQPLayout(t *testing.T) {
 				line(unsafe.Offsetof(q.typ)) == 0 && line(unsafe.Offsetof(q.tclass)) == 0 && line(unsafe.Offsetof(q.retransFlags)) == 0 &&
 				last(unsafe.Offsetof(q.destQPN), 4) == 0 && last(unsafe.Offsetof(q.pd), 4) == 0 && last(unsafe.Offsetof(q.access), 4) == 0 &&
 				last(unsafe.Offsetof(q.destAddr), unsafe.Sizeof(q.destAddr)) == 0},
-		{"the requester's attributes, the send CQ and the requester fill the second line",
+		{"the requester's attributes, the send CQ and the requester, its per-packet counters among it, fill the second line",
 			line(unsafe.Offsetof(q.e)) == 1 && line(unsafe.Offsetof(q.sendCQ)) == 1 && line(unsafe.Offsetof(q.timeout)) == 1 &&
 				line(unsafe.Offsetof(q.retryCnt)) == 1 && line(unsafe.Offsetof(q.signalAll)) == 1 &&
-				last(unsafe.Offsetof(q.req), unsafe.Sizeof(q.req)) == 1},
+				line(unsafe.Offsetof(q.req)+unsafe.Offsetof(q.req.pkts)) == 1 && last(unsafe.Offsetof(q.req), unsafe.Sizeof(q.req)) == 1},
+		{"the QP's ccState is its block's, found without a pointer", b.qp.cc() == &b.cc && sb.qp.cc() == &sb.cc},
 		{"the completer, the send queue's header and the cc's SRTT fill the third line",
 			line(unsafe.Offsetof(q.comp)) == 2 && line(unsafe.Offsetof(q.sq)) == 2 && last(unsafe.Offsetof(q.ccSRTT), 8) == 2},
 		{"the ACK timer and the newest send's time are the fourth line",
@@ -57,15 +58,16 @@ func TestQPLayout(t *testing.T) {
 				last(rto+unsafe.Offsetof(q.rto.retransPSN), 4) == 4 && line(rto+unsafe.Offsetof(q.rto.retransAt)) == 5},
 		{"warmRequester loads a word of the fourth and fifth lines",
 			line(unsafe.Offsetof(q.lastSent)) == 3 && line(rto+unsafe.Offsetof(q.rto.last)) == 4},
-		{"rdRes and a WRITE's responder fields fill one line",
-			line(resp) != line(resp-1) && line(resp) == line(resp+unsafe.Offsetof(q.resp.mr)+7)},
-		// The sixth line holds rto's early-retransmission fields and the
-		// RNR timer. A layout with those moved apart, the counters in
-		// the sixth line and resp a line earlier, had a request touch
-		// as many lines, in a row, but measured some 45 ns slower in
-		// BenchmarkManyQPs/10000 (two runs of 20 alternated rounds).
-		{"the per-packet counters take the seventh line", line(ctr) == 6 &&
-			line(ctr) != line(ctr-1) && line(ctr) == line(ctr+unsafe.Offsetof(q.Counters.CompletedRecvs)+7)},
+		// What a WRITE ONLY and its ACK touch of the responder, its
+		// per-packet counters among it, is one line, and rdRes, which
+		// Process reads for a QP owing responses, starts it. The rest
+		// of a longer WRITE is in the next.
+		{"resp starts the seventh line and its WRITE ONLY fields fill it",
+			line(resp) == 6 && line(resp) != line(resp-1) && line(resp+unsafe.Offsetof(q.resp.pkts)) == 6 &&
+				last(resp+unsafe.Offsetof(q.resp.ackDue), unsafe.Sizeof(q.resp.ackDue)) == 6 && last(resp+unsafe.Offsetof(q.resp.mr), 8) == 6},
+		{"a longer WRITE's rest is the eighth line",
+			line(resp+unsafe.Offsetof(q.resp.rkey)) == 7 && last(resp+unsafe.Offsetof(q.resp.va), 8) == 7},
+		{"Counters lie past every line a request, a WRITE ONLY and their ACKs touch", line(ctr) > 7},
 		{"a send WQE is four lines", unsafe.Sizeof(sendWQE{}) == 256},
 		{"what PostSend writes of a one-SGE SEND, WRITE or READ is the WQE's first two lines", func() bool {
 			var w sendWQE

@@ -275,7 +275,7 @@ func TestMWPair(t *testing.T) {
 			if b.e.MRs.LookupRemote(key, 1, b.qp.QPN(), 0) != nil {
 				t.Fatal("the window still works")
 			}
-			if a.qp.Counters.Retransmits == 0 && tc.faults.Drop != 0 {
+			if a.qp.Counters().Retransmits == 0 && tc.faults.Drop != 0 {
 				t.Error("nothing retransmitted on a lossy pipe")
 			}
 			// The key now fails, as a bad key does: a remote access

@@ -176,8 +176,10 @@ type QP struct {
 	// attributes and configuration a packet reads are stored here, in the
 	// first two lines, and nowhere else: attr and cfg keep only the rest,
 	// and Attr and Config assemble the public structs. Then the
-	// requester's lines, the responder's, the per-packet counters, and
-	// what a packet never touches (TestQPLayout).
+	// requester's lines, the responder's, and what a packet never
+	// touches; each side's per-packet counters are in its own lines
+	// (pktCounts), the rest of Counters among the cold fields
+	// (TestQPLayout).
 	//
 	// The first line is what the responder reads of a WRITE and its
 	// ACK; the requester reads it too.
@@ -212,12 +214,11 @@ type QP struct {
 	pd       uint32 // QPConfig.PD
 	access   Access
 	destAddr netip.Addr
-	// The second line is the requester's: the engine and ccState, the
-	// send CQ, Attr's HopLimit, Timeout, RetryCnt and RNRRetry (an ACK
-	// that makes progress reads the retry counts, resetRetry),
-	// QPConfig.SignalAll, and the requester's state.
+	// The second line is the requester's: the engine, the send CQ,
+	// Attr's HopLimit, Timeout, RetryCnt and RNRRetry (an ACK that makes
+	// progress reads the retry counts, resetRetry), QPConfig.SignalAll,
+	// and the requester's state and counters.
 	e         *Engine
-	cc        *ccState
 	sendCQ    *CQ // QPConfig.SendCQ
 	hopLimit  uint8
 	timeout   uint8
@@ -240,28 +241,30 @@ type QP struct {
 	// the next.
 	rto rtoState
 	rnr timer
-	// Counters count this QP's traffic and events; the per-packet ones
-	// come first, in one line, which a request and the responder touch.
-	Counters Counters
+	// resp starts a line with rdRes, which Process reads for a QP that
+	// owes responses, and what the responder touches for a WRITE ONLY
+	// and its ACK: with the first line, all a WRITE received touches.
+	resp responder
 	// sr is selective repeat's state (sr.go), set exactly when the QP
 	// does it (srModified).
-	sr *srState
-	// resp starts a line with rdRes, which Process reads for a QP that
-	// owes responses, and what the responder touches for a WRITE.
-	resp   responder
-	rq     recvQueue
-	recvCQ *CQ // QPConfig.RecvCQ, beside rq: a receive completion reads both
-	srq    *SRQ
-	srqWQE recvWQE // the WQE taken from the SRQ, in progress
-	// ackTimer bounds how long an ACK is held (QPConfig.AckDelay);
-	// ackSkip counts the ACKs still to send at once after one ran out,
-	// unless the QP sends a request first: ackSkipPSN is its send PSN
-	// when the ACK ran out.
-	ackTimer   timer
+	sr  *srState
+	srq *SRQ
+	// ackSkip counts the ACKs still to send at once after a held one
+	// ran out (ackTimer), unless the QP sends a request first:
+	// ackSkipPSN is its send PSN when the ACK ran out.
 	ackSkip    uint8
 	ackSkipPSN bth.PSN
-	attr       qpAttr
-	cfg        qpConfig
+	rq         recvQueue
+	recvCQ     *CQ     // QPConfig.RecvCQ, beside rq: a receive completion reads both
+	srqWQE     recvWQE // the WQE taken from the SRQ, in progress
+	// ackTimer bounds how long an ACK is held (QPConfig.AckDelay).
+	ackTimer timer
+	attr     qpAttr
+	cfg      qpConfig
+	// ctr counts this QP's traffic and events, but for what each side
+	// counts per packet (req.pkts, resp.pkts), so that no packet
+	// touches its lines: Counters adds the two.
+	ctr Counters
 }
 
 // qpAttr is what the QP keeps of its Attr beyond the fields in its first
@@ -421,7 +424,7 @@ func (q *QP) PostSend(now time.Time, wr *SendWR) error {
 	w.posted = q.e.clock.ns(now)
 	w.offset, w.validated, w.hasRdAtomic = 0, false, false
 	s.tail++
-	q.Counters.PostedSends++
+	count16(&q.req.posted, &q.ctr.PostedSends)
 	if q.state == StateErr {
 		q.flushQueues()
 		return nil
@@ -554,7 +557,7 @@ func (q *QP) Modify(a *Attr, mask AttrMask) error {
 	}
 	if mask&AttrMaxQPRdAtomic != 0 {
 		// Credits in use stay in use.
-		q.req.rdAtomic += int(a.MaxRdAtomic) - int(q.attr.MaxRdAtomic)
+		q.req.rdAtomic += int16(a.MaxRdAtomic) - int16(q.attr.MaxRdAtomic)
 		q.attr.MaxRdAtomic = a.MaxRdAtomic
 	}
 	if mask&AttrMaxDestRdAtomic != 0 {
@@ -588,7 +591,7 @@ func (q *QP) reset() {
 	q.ackSkip = 0
 	// A reset QP starts its congestion control afresh, as a new one
 	// would; the configuration it was given cannot fail twice.
-	cfg := q.cc.cfg
+	cfg := q.cc().cfg
 	_ = q.e.ccInit(q, &cfg)
 	q.sq.head, q.sq.next, q.sq.tail = 0, 0, 0
 	q.rq.head, q.rq.tail = 0, 0
@@ -700,9 +703,9 @@ func (q *QP) completeSend(w *sendWQE) {
 			// now is the completion time.
 			q.e.lat.Record(q.latSlot(), uint64(max(q.e.nowNS-w.posted, 0)))
 		}
-		q.Counters.CompletedSends++
+		count16(&q.req.done, &q.ctr.CompletedSends)
 		if op := w.wr.Opcode; op == WRSend || op == WRSendWithImm {
-			q.Counters.RDMASends++
+			q.ctr.RDMASends++
 		}
 	}
 	if q.sq.next == q.sq.head {
@@ -730,7 +733,7 @@ func (q *QP) retireRecvWQE(w *recvWQE, st WCStatus, op WCOpcode, byteLen, imm ui
 	id := w.id
 	q.retireRecv()
 	if st == WCSuccess {
-		q.Counters.CompletedRecvs++
+		count16(&q.resp.done, &q.ctr.CompletedRecvs)
 	}
 	if wc := q.recvCQ.slot(); wc != nil {
 		wc.WRID, wc.Status, wc.Opcode, wc.Flags = id, st, op, flags

@@ -230,7 +230,7 @@ func (e *Engine) sendAckMSN(q *QP, syn bth.Syndrome, psn bth.PSN, msn uint32) {
 		lp, dst := e.newPacket(q, &bf, bth.SACKLen, true)
 		if lp != nil {
 			copy(dst, e.sack[:])
-			q.Counters.SACKsSent++
+			q.ctr.SACKsSent++
 		}
 		e.ccSentAck(q, lp)
 		return

@@ -7,17 +7,22 @@ import (
 
 // requester is the send side's packet generator state (rxe's qp->req).
 type requester struct {
-	psn       bth.PSN // next PSN to send
-	highPSN   bth.PSN // one past the highest PSN ever sent, to count retransmits
-	noackPkts int     // packets since the last AckReq
-	needRetry bool    // the completer asked for go-back-N from comp.psn
-	waitRNR   bool    // an RNR NAK timer is running
+	psn     bth.PSN // next PSN to send
+	highPSN bth.PSN // one past the highest PSN ever sent, to count retransmits
 	// srAtomicOut: under selective repeat, an atomic or ATOMIC WRITE
 	// went out with PSN srAtomic; until it is answered, no WRITE packet
 	// after it may be placed ahead of it (sr.go).
-	srAtomicOut bool
 	srAtomic    bth.PSN
-	rdAtomic    int // free READ/atomic credits (max_rd_atomic)
+	noackPkts   int16 // packets since the last AckReq, at most maxPktPerAck
+	rdAtomic    int16 // free READ/atomic credits (max_rd_atomic, at most 255)
+	needRetry   bool  // the completer asked for go-back-N from comp.psn
+	waitRNR     bool  // an RNR NAK timer is running
+	srAtomicOut bool
+	// posted and done count send WRs posted and completed successfully
+	// (Counters' PostedSends and CompletedSends, count16); pkts the
+	// requests sent and the responses received.
+	posted, done uint16
+	pkts         pktCounts
 }
 
 // srAtomicSent notes an atomic or ATOMIC WRITE sent with PSN psn, under
@@ -296,7 +301,7 @@ func (e *Engine) sendRequest(q *QP, w *sendWQE, b *sentBurst) bool {
 	t := e.nowNS // the send time for RTT samples; 0 for none (Karn)
 	retransmit := psn.Before(q.req.highPSN)
 	if retransmit {
-		q.Counters.Retransmits++
+		q.ctr.Retransmits++
 		t = 0
 	}
 	if q.selective() {
@@ -395,15 +400,15 @@ func (e *Engine) buildRequest(q *QP, w *sendWQE, psn bth.PSN, off, readLen uint3
 		bf.AckReq = true
 	} else {
 		q.req.noackPkts++
-		bf.AckReq = last || q.req.noackPkts > q.pktPerAck() || e.ccAckDue(q) || e.ccWindowFull(q)
+		bf.AckReq = last || int(q.req.noackPkts) > q.pktPerAck() || e.ccAckDue(q) || e.ccWindowFull(q)
 		if bf.AckReq {
 			q.req.noackPkts = 0
 		}
 	}
-	if bf.AckReq && !q.ccNone && q.cc.paced {
+	if bf.AckReq && !q.ccNone && q.cc().paced {
 		// Only ccAckDue reads it, for a paced QP; an unpaced one
 		// leaves the line it lies in alone.
-		q.cc.ackReqAt = e.now
+		q.cc().ackReqAt = e.now
 	}
 	n := int(payload)
 	if place {
@@ -443,8 +448,8 @@ func (e *Engine) buildOnly(q *QP, w *sendWQE, psn bth.PSN) *link.Packet {
 		bf.Opcode = bth.RCWriteOnly
 		e.pf.RETH = bth.RETHFields{VA: w.wr.RemoteAddr, RKey: w.wr.RKey, DMALen: w.length}
 	}
-	if !q.ccNone && q.cc.paced {
-		q.cc.ackReqAt = e.now // as buildRequest does for an AckReq
+	if !q.ccNone && q.cc().paced {
+		q.cc().ackReqAt = e.now // as buildRequest does for an AckReq
 	}
 	lp, dst := e.newPacket(q, &bf, int(w.length), false)
 	if lp == nil {

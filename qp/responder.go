@@ -9,8 +9,9 @@ import (
 // responder is the receive side's state (rxe's qp->resp).
 type responder struct {
 	// rdRes first: Process reads it for every QP it runs that owes
-	// responses (QP.responding). What a WRITE packet touches follows it, all in one line (see
-	// QP); what only a SEND, an error or a READ needs comes after.
+	// responses (QP.responding). What a WRITE ONLY packet and its ACK
+	// touch follows it, all in one line (see QP); what only a longer
+	// WRITE, a SEND, an error or a READ needs comes after.
 	//
 	// The READ or atomic response being sent (readresp.go).
 	rdRes  *resource
@@ -26,16 +27,25 @@ type responder struct {
 	// status is that of the receive WQE in progress; with syndrome, the
 	// NAK syndrome, a class C error being reported.
 	status WCStatus
-	// The RDMA WRITE in progress.
-	rkey   uint32
-	resid  uint32
-	length uint32
 	// ackDue is the positive ACK that the requests of the receive burst
 	// so far have asked for; it goes out once, at the burst's end (or
 	// before anything else the responder sends), and covers them all.
 	ackDue pendingAck
+	// done counts receive WRs completed successfully (Counters'
+	// CompletedRecvs, count16); pkts the requests received and the
+	// responses sent.
+	done uint16
+	pkts pktCounts
+	// mr is the region of the RDMA WRITE in progress, or of the last
+	// one, which the next reuses when its R_Key is the same
+	// (respondWrite).
+	mr *MR
+	// The rest of the RDMA WRITE in progress, which respondWrite keeps
+	// only for a message of more than one packet.
+	rkey   uint32
+	resid  uint32
+	length uint32
 	va     uint64
-	mr     *MR
 	// offset is where the next SEND packet lands in the receive WQE.
 	offset   uint32
 	syndrome bth.Syndrome
@@ -120,7 +130,7 @@ func (e *Engine) respond(q *QP, p *bth.Packet) {
 		// it lands (sr.go).
 		var ok bool
 		if pl, ok = e.srPlacement(q, p); !ok {
-			q.Counters.Dropped++
+			q.ctr.Dropped++
 			return
 		}
 	}
@@ -138,7 +148,7 @@ func (e *Engine) respond(q *QP, p *bth.Packet) {
 					return
 				}
 				if r.sentPSNNAK {
-					q.Counters.Dropped++
+					q.ctr.Dropped++
 					return
 				}
 				r.sentPSNNAK = true
@@ -178,7 +188,7 @@ func (e *Engine) respond(q *QP, p *bth.Packet) {
 				// whose causes the IBA's NAK codes list
 				// "too many RDMA READ or ATOMIC requests"
 				// among (rxe's RESPST_ERR_TOO_MANY_RDMA_ATM_REQ).
-				q.Counters.TooManyRdAtomic++
+				q.ctr.TooManyRdAtomic++
 				state = e.classC(q, bth.NAKInvalidRequest, WCRemInvReqErr)
 			} else if info.Mask&bth.ConsumesRecv != 0 && !r.haveWQE {
 				// An empty receive queue or SRQ: RNR NAK (rxe's
@@ -232,24 +242,24 @@ func (e *Engine) respond(q *QP, p *bth.Packet) {
 			return
 
 		case respDuplicate:
-			q.Counters.DupRequests++
+			q.ctr.DupRequests++
 			e.duplicate(q, p, info, psn)
 			return
 
 		case respErrPSNOutOfSeq:
-			q.Counters.SeqNAKsSent++
+			q.ctr.SeqNAKsSent++
 			e.sendAck(q, bth.NAK(bth.NAKPSNSequenceError), r.psn)
 			return
 
 		case respErrRNR:
-			q.Counters.RNRNAKsSent++
+			q.ctr.RNRNAKsSent++
 			e.sendAck(q, bth.RNRNAK(q.attr.MinRNRTimer), psn)
 			return
 
 		case respErrClassC:
-			q.Counters.ErrNAKsSent++
+			q.ctr.ErrNAKsSent++
 			if r.syndrome == bth.NAK(bth.NAKRemoteAccessError) {
-				q.Counters.RemAccessErrs++
+				q.ctr.RemAccessErrs++
 			}
 			e.sendAck(q, r.syndrome, psn)
 			q.toError()
@@ -285,8 +295,12 @@ func (e *Engine) respondWrite(q *QP, p *bth.Packet, h bth.BTH, psn bth.PSN, op b
 	data := p.Payload()
 	n := uint32(len(data))
 	mtu := uint32(q.mtu)
-	va, resid, mr := r.va, r.resid, r.mr
-	rkey, length := r.rkey, r.length
+	// The rest of a message is read from the responder only for its
+	// later packets, and kept only while one follows: a WRITE ONLY
+	// touches none of it, nor its line (QP).
+	var va uint64
+	var resid, rkey, length uint32
+	mr := r.mr
 	switch op {
 	case bth.RCWriteOnly, bth.RCWriteFirst:
 		reth := p.RETH()
@@ -310,10 +324,12 @@ func (e *Engine) respondWrite(q *QP, p *bth.Packet, h bth.BTH, psn bth.PSN, op b
 		if n != mtu || mr == nil {
 			return false
 		}
+		va, resid, rkey, length = r.va, r.resid, r.rkey, r.length
 	default: // LAST
 		if n == 0 || n > mtu || mr == nil {
 			return false
 		}
+		va, resid, rkey, length = r.va, r.resid, r.rkey, r.length
 	}
 	pad := p.PadCnt()
 	if resid > mtu {
@@ -331,8 +347,11 @@ func (e *Engine) respondWrite(q *QP, p *bth.Packet, h bth.BTH, psn bth.PSN, op b
 	}
 	copy(dst, data) // n <= resid, checked above
 	r.sentPSNNAK = false
-	r.va, r.resid, r.mr = va+uint64(n), resid-n, mr
-	r.rkey, r.length = rkey, length
+	r.mr = mr
+	if resid != n {
+		// FIRST or MIDDLE: the message goes on.
+		r.va, r.resid, r.rkey, r.length = va+uint64(n), resid-n, rkey, length
+	}
 	r.psn = psn.Next()
 	r.ackPSN = r.psn
 	r.opcode = op

@@ -125,7 +125,7 @@ func TestDeadPeer(t *testing.T) {
 				if err := p.b.qp.Modify(&Attr{State: StateReset}, AttrState); err != nil {
 					t.Fatal(err)
 				}
-				c0 := a.Counters
+				c0 := a.Counters()
 				sent := p.now
 				for i := range 2 {
 					wr := SendWR{ID: uint64(i), Opcode: WRWrite, Flags: FlagSignaled, SGL: []SGE{p.a.sge(0, 100)}, RemoteAddr: memBase, RKey: p.b.mr.RKey}
@@ -154,7 +154,7 @@ func TestDeadPeer(t *testing.T) {
 				if d := at.Sub(want); d < 0 || d > 2*(1<<tickShift) {
 					t.Errorf("RETRY_EXC_ERR %v after the send, want %d × %v = %v", at.Sub(sent), retry+1, T, want.Sub(sent))
 				}
-				got := a.Counters
+				got := a.Counters()
 				early := got.EarlyRetransTimeouts - c0.EarlyRetransTimeouts
 				if n := got.Timeouts - c0.Timeouts - early; n != uint64(retry)+1 {
 					t.Errorf("%d IBA timeouts, want %d", n, retry+1)
@@ -190,8 +190,8 @@ func TestRetry7Forever(t *testing.T) {
 				t.Fatal("pair went quiet")
 			}
 		}
-		if n := p.a.scq.Len(); n != 0 || p.a.qp.State() != StateRTS || p.a.qp.Counters.Timeouts < 40 {
-			t.Errorf("fixed=%v: %d completions, state %v, %d timeouts; want none, RTS, about 50", mode != 0, n, p.a.qp.State(), p.a.qp.Counters.Timeouts)
+		if n := p.a.scq.Len(); n != 0 || p.a.qp.State() != StateRTS || p.a.qp.Counters().Timeouts < 40 {
+			t.Errorf("fixed=%v: %d completions, state %v, %d timeouts; want none, RTS, about 50", mode != 0, n, p.a.qp.State(), p.a.qp.Counters().Timeouts)
 		}
 	}
 }
@@ -266,7 +266,7 @@ func TestLossTail(t *testing.T) {
 			slices.Sort(lat)
 			typ, worst := lat[len(lat)/2], lat[len(lat)-1]
 			ratio[mode] = float64(worst) / float64(typ)
-			a, b := p.a.qp.Counters, p.b.qp.Counters
+			a, b := p.a.qp.Counters(), p.b.qp.Counters()
 			name := "adaptive"
 			switch mode {
 			case RetransFixed:
@@ -301,7 +301,7 @@ func TestStallingPeer(t *testing.T) {
 	stall := netem.Faults{Delay: 25 * us, Stall: 2 * time.Millisecond, StallRate: 0.07}
 	p := newPair(t, pairConfig{mtu: 1024, faults: stall, seed: 5, retry: 7, timeout: 14})
 	lat := pingPong(t, p, n)
-	a, b := p.a.qp.Counters, p.b.qp.Counters
+	a, b := p.a.qp.Counters(), p.b.qp.Counters()
 	resent, spurious := a.Retransmits+b.Retransmits, a.SpuriousRetrans+b.SpuriousRetrans
 	slices.Sort(lat)
 	t.Logf("stalls only: t_typical %v t_max %v, %d retransmissions (%d found spurious) over %d pings, floor %v / %v",
@@ -356,7 +356,7 @@ func TestBulkLossRetries(t *testing.T) {
 		p.run(func() bool {
 			for k := a.scq.Poll(wc[:]); k > 0; k-- {
 				if s := wc[k-1].Status; s != WCSuccess {
-					t.Fatalf("WRITE %d of %d: %v (counters %+v)", done, n, s, a.qp.Counters)
+					t.Fatalf("WRITE %d of %d: %v (counters %+v)", done, n, s, a.qp.Counters())
 				}
 				done++
 				got = true
@@ -364,7 +364,7 @@ func TestBulkLossRetries(t *testing.T) {
 			return got
 		})
 	}
-	c := a.qp.Counters
+	c := a.qp.Counters()
 	t.Logf("%d WRITEs of %d B at 5 %% drop: %d sequence NAKs, %d timeouts, %d retransmitted packets", n, size, c.SeqNAKsRcvd, c.Timeouts, c.Retransmits)
 	if c.SeqNAKsRcvd < 8 {
 		t.Errorf("only %d sequence NAKs: the test did not exercise the retry count", c.SeqNAKsRcvd)
@@ -392,7 +392,7 @@ func TestRareStallLossTail(t *testing.T) {
 		p := newPair(t, pairConfig{mtu: 1024, faults: f, seed: 1, retry: 7, timeout: 14, retrans: mode})
 		lat := pingPong(t, p, n)
 		slices.Sort(lat)
-		a, b := p.a.qp.Counters, p.b.qp.Counters
+		a, b := p.a.qp.Counters(), p.b.qp.Counters()
 		stalled := p.a.l.FaultStats().Stalled + p.b.l.FaultStats().Stalled
 		t99 := lat[len(lat)*99/100]
 		t.Logf("mode %#x: t_typical %v t_99 %v t_99.9 %v t_max %v, %d stalls, %d timeouts (%d found needless), floor %v / %v",

@@ -147,7 +147,7 @@ func (q *QP) srModified(mask AttrMask) {
 func (e *Engine) srPlacement(q *QP, p *bth.Packet) (bth.SRPlace, bool) {
 	if p.BTH().Placed() != q.selective() {
 		if p.BTH().PSN() == q.resp.psn {
-			q.Counters.ErrNAKsSent++
+			q.ctr.ErrNAKsSent++
 			e.sendAck(q, bth.NAK(bth.NAKInvalidRequest), q.resp.psn)
 			q.toError()
 		}
@@ -186,20 +186,20 @@ func (e *Engine) srAhead(q *QP, p *bth.Packet, info *bth.OpcodeInfo, psn bth.PSN
 	r, s := &q.resp, q.sr
 	if psn.Diff(r.psn) > bth.SACKWindow {
 		// Beyond what the requester may have in flight.
-		q.Counters.Dropped++
+		q.ctr.Dropped++
 		return
 	}
 	switch {
 	case s.rcv.has(psn):
 		// Resent while held: the requester must hear that it is.
-		q.Counters.DupRequests++
+		q.ctr.DupRequests++
 	case e.srPlace(q, p, info, pl):
 		s.rcv.set(psn)
 		if info.Mask&bth.Last != 0 {
 			s.last.set(psn)
 		}
 		s.rcvN++
-		q.Counters.PlacedAhead++
+		q.ctr.PlacedAhead++
 		if !p.BTH().AckReq() && !q.srLossShown(psn) {
 			return
 		}
@@ -208,11 +208,11 @@ func (e *Engine) srAhead(q *QP, p *bth.Packet, info *bth.OpcodeInfo, psn bth.PSN
 		// requester goes back N from the gap, as without selective
 		// repeat: a sequence NAK, once per gap (IBA 9.7.5.2.2).
 		r.sentPSNNAK = true
-		q.Counters.SeqNAKsSent++
+		q.ctr.SeqNAKsSent++
 		e.sendAck(q, bth.NAK(bth.NAKPSNSequenceError), r.psn)
 		return
 	default:
-		q.Counters.Dropped++
+		q.ctr.Dropped++
 		return
 	}
 	e.ackBurst(q, r.psn.Add(-1), false)
@@ -354,10 +354,10 @@ func (q *QP) srSACK(b bth.SACK, acked bth.PSN) bool {
 // its bitmap.
 func (e *Engine) completeSACK(q *QP, p *bth.Packet) {
 	if q.sr == nil || p.PayloadLen() != bth.SACKLen || p.AETH().Syndrome().Kind() != bth.KindACK {
-		q.Counters.Dropped++
+		q.ctr.Dropped++
 		return
 	}
-	q.Counters.SACKsRcvd++
+	q.ctr.SACKsRcvd++
 	psn := p.BTH().PSN()
 	if !psn.Before(q.comp.psn) {
 		e.completeOp(q, p, bth.RCAcknowledge)
@@ -547,8 +547,8 @@ func (e *Engine) srResend(q *QP, psn bth.PSN, timeout bool) bool {
 	if q.rto.timing && q.rto.timedPSN == psn {
 		q.rto.timing = false // Karn's rule
 	}
-	q.Counters.Retransmits++
-	q.Counters.SelectiveResends++
+	q.ctr.Retransmits++
+	q.ctr.SelectiveResends++
 	if !s.recovering {
 		s.recovering, s.recoverEnd = true, q.req.psn
 		e.ccLoss(q)
@@ -564,14 +564,14 @@ func (e *Engine) srReadAhead(q *QP, w *sendWQE, p *bth.Packet, psn bth.PSN, op b
 	s := q.sr
 	q.srSync()
 	if op != bth.RCReadResponseMiddle && p.AETH().Syndrome().Kind() != bth.KindACK || !readFits(q, w, p, psn) {
-		q.Counters.Dropped++
+		q.ctr.Dropped++
 		return compDone
 	}
 	if !s.rdHeld.has(psn) {
 		scatter(w, uint32(psn.Diff(w.firstPSN))*uint32(q.mtu), p.Payload())
 		s.rdHeld.set(psn)
 		s.rdHeldN++
-		q.Counters.PlacedAhead++
+		q.ctr.PlacedAhead++
 		if !psn.Before(s.rdHigh) {
 			s.rdHigh = psn.Next()
 		}

@@ -51,11 +51,11 @@ func TestSelectiveRepeatResendsOnlyLost(t *testing.T) {
 			if !bytes.Equal(p.a.mem, p.b.mem) {
 				t.Fatalf("drop %v, mode %v: the responder's memory differs", drop, mode)
 			}
-			c := p.a.qp.Counters
+			c := p.a.qp.Counters()
 			dropped := p.a.l.FaultStats().Dropped
 			ratio[mode] = float64(c.Retransmits) / float64(dropped)
-			t.Logf("drop %v, mode %#x: %d requests dropped, %d resent (%.2f), %d timeouts, %d placed ahead", drop, mode, dropped, c.Retransmits, ratio[mode], c.Timeouts, p.b.qp.Counters.PlacedAhead)
-			if mode == RetransSelective && (c.SelectiveResends == 0 || p.b.qp.Counters.PlacedAhead == 0 || p.b.qp.Counters.SACKsSent == 0) {
+			t.Logf("drop %v, mode %#x: %d requests dropped, %d resent (%.2f), %d timeouts, %d placed ahead", drop, mode, dropped, c.Retransmits, ratio[mode], c.Timeouts, p.b.qp.Counters().PlacedAhead)
+			if mode == RetransSelective && (c.SelectiveResends == 0 || p.b.qp.Counters().PlacedAhead == 0 || p.b.qp.Counters().SACKsSent == 0) {
 				t.Errorf("drop %v: selective repeat did not act: %+v", drop, c)
 			}
 		}
@@ -146,7 +146,7 @@ func BenchmarkSelectiveRepeat(b *testing.B) {
 	wr := SendWR{Opcode: WRWrite, Flags: FlagSignaled, SGL: []SGE{p.a.sge(0, 65536)}, RemoteAddr: memBase + 65536, RKey: p.b.mr.RKey}
 	b.SetBytes(65536)
 	benchFlight(b, p, &wr, 8)
-	b.ReportMetric(float64(p.a.qp.Counters.SelectiveResends)/float64(b.N), "resends/op")
+	b.ReportMetric(float64(p.a.qp.Counters().SelectiveResends)/float64(b.N), "resends/op")
 }
 
 // TestSelectiveRepeatReadResendsOnlyLost: a bulk READ flow over random
@@ -169,10 +169,10 @@ func TestSelectiveRepeatReadResendsOnlyLost(t *testing.T) {
 		if !bytes.Equal(p.a.mem, p.b.mem) {
 			t.Fatalf("mode %#x: the READs' data differs", mode)
 		}
-		extra := p.b.qp.Counters.TxPackets - n*size/mtu
+		extra := p.b.qp.Counters().TxPackets - n*size/mtu
 		dropped := p.b.l.FaultStats().Dropped
 		ratio[mode] = float64(extra) / float64(dropped)
-		t.Logf("mode %#x: %d responses dropped, %d sent again (%.2f), %d READs asked again, %d placed ahead", mode, dropped, extra, ratio[mode], p.a.qp.Counters.Retransmits, p.a.qp.Counters.PlacedAhead)
+		t.Logf("mode %#x: %d responses dropped, %d sent again (%.2f), %d READs asked again, %d placed ahead", mode, dropped, extra, ratio[mode], p.a.qp.Counters().Retransmits, p.a.qp.Counters().PlacedAhead)
 	}
 	if ratio[RetransSelective] > 1.5 {
 		t.Errorf("selective repeat sent %.2f responses again per one dropped, want at most 1.5", ratio[RetransSelective])
@@ -226,9 +226,9 @@ func TestSelectiveRepeatSACKPerLoss(t *testing.T) {
 		}
 		return p
 	}
-	clean := flow(0).b.qp.Counters.TxPackets
+	clean := flow(0).b.qp.Counters().TxPackets
 	p := flow(0.05)
-	a, b := p.a.qp.Counters, p.b.qp.Counters
+	a, b := p.a.qp.Counters(), p.b.qp.Counters()
 	reqDropped := p.a.l.FaultStats().Dropped
 	dropped := reqDropped + p.b.l.FaultStats().Dropped
 	extra := float64(b.TxPackets-clean) / float64(dropped)

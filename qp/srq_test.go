@@ -193,7 +193,7 @@ func TestSRQLimitAndRNR(t *testing.T) {
 	deadline := p.now.Add(50 * time.Millisecond)
 	for p.now.Before(deadline) && (p.step() || p.advance()) {
 	}
-	rnr := sp.bqps[0].Counters.RNRNAKsSent + sp.bqps[1].Counters.RNRNAKsSent
+	rnr := sp.bqps[0].Counters().RNRNAKsSent + sp.bqps[1].Counters().RNRNAKsSent
 	if rnr == 0 || len(drain(p.b.rcq)) != 0 {
 		t.Fatalf("no RNR NAK from an empty SRQ (%d)", rnr)
 	}
@@ -334,7 +334,7 @@ func TestUDProperty(t *testing.T) {
 			}
 			p.settle()
 			check()
-			c := b.qp.Counters
+			c := b.qp.Counters()
 			if c.RxPackets != c.CompletedRecvs+c.BadQKey+c.Dropped || uint64(delivered) != c.CompletedRecvs {
 				t.Fatalf("received %d packets: %d delivered (%d seen), %d bad Q_Key, %d dropped", c.RxPackets, c.CompletedRecvs, delivered, c.BadQKey, c.Dropped)
 			}
@@ -389,8 +389,8 @@ func TestUDWithSRQ(t *testing.T) {
 		p.settle()
 	}
 	send(50) // too large for WQE 1: dropped, WQE 1 stays
-	if q.Counters.Dropped != 1 || srq.Len() != 2 {
-		t.Fatalf("oversize: %+v, %d WQEs", q.Counters, srq.Len())
+	if q.Counters().Dropped != 1 || srq.Len() != 2 {
+		t.Fatalf("oversize: %+v, %d WQEs", q.Counters(), srq.Len())
 	}
 	send(10)
 	send(100) // exactly fills WQE 2

@@ -131,8 +131,8 @@ func (e *Engine) sendUCPacket(q *QP, w *sendWQE) bool {
 	if payload > 0 {
 		gather(dst, w, w.offset)
 	}
-	if q.cc.paced {
-		q.cc.pacer.Take(e.now, lp.Len+ipUDPLen)
+	if q.cc().paced {
+		q.cc().pacer.Take(e.now, lp.Len+ipUDPLen)
 	}
 	q.req.psn = q.req.psn.Next()
 	q.req.highPSN = q.req.psn
@@ -159,7 +159,7 @@ func (e *Engine) respondUC(q *QP, p *bth.Packet) {
 	if psn != r.psn || !ucOpSeqOK(r.opcode, op) {
 		q.abandonUC()
 		if info.Mask&bth.First == 0 {
-			q.Counters.Dropped++
+			q.ctr.Dropped++
 			return
 		}
 		r.opcode = opNone
@@ -243,7 +243,7 @@ func (q *QP) abandonUC() {
 
 // dropUC drops the packet and the rest of its message.
 func (q *QP) dropUC() {
-	q.Counters.Dropped++
+	q.ctr.Dropped++
 	q.abandonUC()
 }
 

@@ -312,8 +312,8 @@ func TestUCDrops(t *testing.T) {
 		p := newUCPair(t, accessAll)
 		p.post(&SendWR{ID: 1, Opcode: WRWrite, SGL: []SGE{p.a.sge(0, 8)}, RemoteAddr: memBase, RKey: p.b.mr.RKey + 1})
 		p.deliver(p.sent()...)
-		if p.b.qp.Counters.Dropped != 1 {
-			t.Errorf("dropped %d", p.b.qp.Counters.Dropped)
+		if p.b.qp.Counters().Dropped != 1 {
+			t.Errorf("dropped %d", p.b.qp.Counters().Dropped)
 		}
 	})
 	t.Run("no remote write", func(t *testing.T) {
@@ -321,8 +321,8 @@ func TestUCDrops(t *testing.T) {
 		p.post(&SendWR{ID: 1, Opcode: WRWrite, SGL: []SGE{p.a.sge(0, 8)}, RemoteAddr: memBase, RKey: p.b.mr.RKey})
 		p.a.mem[0] = 1
 		p.deliver(p.sent()...)
-		if p.b.mem[0] != 0 || p.b.qp.Counters.Dropped != 1 {
-			t.Errorf("written %d, dropped %d", p.b.mem[0], p.b.qp.Counters.Dropped)
+		if p.b.mem[0] != 0 || p.b.qp.Counters().Dropped != 1 {
+			t.Errorf("written %d, dropped %d", p.b.mem[0], p.b.qp.Counters().Dropped)
 		}
 	})
 	t.Run("too long", func(t *testing.T) {
@@ -347,8 +347,8 @@ func TestUCRefusesReadAtomic(t *testing.T) {
 			t.Errorf("%s: %v", op, err)
 		}
 	}
-	if pk := p.sent(); len(pk) != 0 || p.a.qp.Counters.PostedSends != 0 {
-		t.Errorf("sent %d, posted %d", len(pk), p.a.qp.Counters.PostedSends)
+	if pk := p.sent(); len(pk) != 0 || p.a.qp.Counters().PostedSends != 0 {
+		t.Errorf("sent %d, posted %d", len(pk), p.a.qp.Counters().PostedSends)
 	}
 }
 
@@ -400,8 +400,8 @@ func TestUCWrongService(t *testing.T) {
 	b := pkts[0].RoCE()
 	b[0] = byte(bth.RCSendOnly)
 	p.deliver(pkts...)
-	if wc := p.b.poll(p.b.rcq); len(wc) != 0 || p.b.qp.Counters.Dropped != 1 {
-		t.Fatalf("completions %+v, dropped %d", wc, p.b.qp.Counters.Dropped)
+	if wc := p.b.poll(p.b.rcq); len(wc) != 0 || p.b.qp.Counters().Dropped != 1 {
+		t.Fatalf("completions %+v, dropped %d", wc, p.b.qp.Counters().Dropped)
 	}
 }
 
@@ -502,10 +502,10 @@ func runUCLossy(t *testing.T, seed uint64) {
 	if got == 0 || got == msgs {
 		t.Errorf("%d of %d messages arrived: the loss did not show", got, msgs)
 	}
-	if a.qp.Counters.RxPackets != 0 {
-		t.Errorf("the sender received %d packets", a.qp.Counters.RxPackets)
+	if a.qp.Counters().RxPackets != 0 {
+		t.Errorf("the sender received %d packets", a.qp.Counters().RxPackets)
 	}
-	t.Logf("%d of %d messages arrived, %d packets dropped at the responder", got, msgs, b.qp.Counters.Dropped)
+	t.Logf("%d of %d messages arrived, %d packets dropped at the responder", got, msgs, b.qp.Counters().Dropped)
 }
 
 func fillMsg(b []byte, id int) {

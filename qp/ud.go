@@ -155,11 +155,11 @@ func (e *Engine) sendDatagram(q *QP, w *sendWQE) bool {
 func (e *Engine) receiveDatagram(q *QP, p *bth.Packet, lp *link.Packet) {
 	op := p.Opcode()
 	if op != bth.UDSendOnly && op != bth.UDSendOnlyImm {
-		q.Counters.Dropped++
+		q.ctr.Dropped++
 		return
 	}
 	if !q.state.receives() {
-		q.Counters.Dropped++
+		q.ctr.Dropped++
 		return
 	}
 	d := p.DETH()
@@ -168,17 +168,17 @@ func (e *Engine) receiveDatagram(q *QP, p *bth.Packet, lp *link.Packet) {
 		want = GSIQKey
 	}
 	if d.QKey() != want {
-		q.Counters.BadQKey++
+		q.ctr.BadQKey++
 		return
 	}
 	w := q.peekRecv()
 	if w == nil {
-		q.Counters.Dropped++
+		q.ctr.Dropped++
 		return
 	}
 	data := p.Payload()
 	if uint64(GRHLen)+uint64(len(data)) > uint64(w.length) {
-		q.Counters.Dropped++
+		q.ctr.Dropped++
 		return
 	}
 	q.takeRecv()

@@ -233,38 +233,38 @@ func TestUDDrops(t *testing.T) {
 	}
 	// No receive WQE posted: dropped.
 	send(1, 10, 0x22)
-	if c := b.qp.Counters; c.Dropped != 1 || c.CompletedRecvs != 0 {
+	if c := b.qp.Counters(); c.Dropped != 1 || c.CompletedRecvs != 0 {
 		t.Fatalf("no WQE: %+v", c)
 	}
 	// Wrong Q_Key: dropped, counted as a violation.
 	b.qp.PostRecv(&RecvWR{ID: 1, SGL: []SGE{b.sge(0, 2000)}})
 	send(2, 10, 0x23)
-	if c := b.qp.Counters; c.BadQKey != 1 || c.CompletedRecvs != 0 {
+	if c := b.qp.Counters(); c.BadQKey != 1 || c.CompletedRecvs != 0 {
 		t.Fatalf("bad qkey: %+v", c)
 	}
 	// The controlled-Q_Key bit sends the sender's own Q_Key (0x22).
 	send(3, 10, 0x80000000)
-	if c := b.qp.Counters; c.CompletedRecvs != 1 {
+	if c := b.qp.Counters(); c.CompletedRecvs != 1 {
 		t.Fatalf("controlled qkey: %+v", c)
 	}
 	// A buffer without room for the GRH and the data: dropped, the WQE
 	// stays for the next datagram.
 	b.qp.PostRecv(&RecvWR{ID: 2, SGL: []SGE{b.sge(0, 40+9)}})
 	send(4, 10, 0x22)
-	if c := b.qp.Counters; c.Dropped != 2 || c.CompletedRecvs != 1 {
+	if c := b.qp.Counters(); c.Dropped != 2 || c.CompletedRecvs != 1 {
 		t.Fatalf("short buffer: %+v", c)
 	}
 	send(5, 9, 0x22)
-	if c := b.qp.Counters; c.CompletedRecvs != 2 {
+	if c := b.qp.Counters(); c.CompletedRecvs != 2 {
 		t.Fatalf("fitting datagram: %+v", c)
 	}
 	// Over the port MTU: a local length error, nothing sent, the QP
 	// stays usable.
-	tx := a.qp.Counters.TxPackets
+	tx := a.qp.Counters().TxPackets
 	send(6, 1025, 0x22)
 	wcs := a.poll(a.scq)
 	last := wcs[len(wcs)-1]
-	if last.WRID != 6 || last.Status != WCLocLenErr || a.qp.Counters.TxPackets != tx || a.qp.State() != StateRTS {
+	if last.WRID != 6 || last.Status != WCLocLenErr || a.qp.Counters().TxPackets != tx || a.qp.State() != StateRTS {
 		t.Fatalf("oversize: %+v, state %s", last, a.qp.State())
 	}
 	// A WR an RC QP would take but a UD QP must not.

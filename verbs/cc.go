@@ -58,7 +58,7 @@ func (d *Device) QPStats(dst []QPStats) []QPStats {
 	d.withEngine(func() error {
 		now := d.clock()
 		for _, q := range d.e.AppendQPs(nil) {
-			dst = append(dst, QPStats{QPN: q.QPN(), Counters: q.Counters, CC: q.CCStats(now), SRTT: q.SRTT()})
+			dst = append(dst, QPStats{QPN: q.QPN(), Counters: q.Counters(), CC: q.CCStats(now), SRTT: q.SRTT()})
 		}
 		return nil
 	})

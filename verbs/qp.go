@@ -112,7 +112,7 @@ func (q *QueuePair) State() QPState {
 // Counters returns the QP's counters.
 func (q *QueuePair) Counters() QPCounters {
 	var c QPCounters
-	q.pd.d.withEngine(func() error { c = q.q.Counters; return nil })
+	q.pd.d.withEngine(func() error { c = q.q.Counters(); return nil })
 	return c
 }
 
