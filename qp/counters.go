@@ -92,17 +92,17 @@ const (
 
 // sent counts a packet of n payload bytes sent, carrying into c.
 func (p *pktCounts) sent(n int, c *Counters) {
-	p.tx = count(p.tx, n, &c.TxPackets, &c.TxBytes)
+	p.tx = countPacket(p.tx, n, &c.TxPackets, &c.TxBytes)
 }
 
 // rcvd counts a packet of n payload bytes received, carrying into c.
 func (p *pktCounts) rcvd(n int, c *Counters) {
-	p.rx = count(p.rx, n, &c.RxPackets, &c.RxBytes)
+	p.rx = countPacket(p.rx, n, &c.RxPackets, &c.RxBytes)
 }
 
-// count adds a packet of n bytes to v, or when its packet count wraps
-// carries v into the wide counts and returns 0.
-func count(v uint64, n int, pkts, bytes *uint64) uint64 {
+// countPacket adds a packet of n bytes to v, or when its packet count
+// wraps carries v into the wide counts and returns 0.
+func countPacket(v uint64, n int, pkts, bytes *uint64) uint64 {
 	w := v + (1<<pktShift | uint64(uint32(n)))
 	if w < v {
 		*pkts += 1 << (64 - pktShift)
