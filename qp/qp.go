@@ -262,8 +262,8 @@ type QP struct {
 	attr     qpAttr
 	cfg      qpConfig
 	// ctr counts this QP's traffic and events, but for what each side
-	// counts per packet (req.pkts, resp.pkts), so that no packet
-	// touches its lines: Counters adds the two.
+	// counts per packet and per WR (req's and resp's pkts, posted and
+	// done), so that no packet touches its lines: Counters adds them.
 	ctr Counters
 }
 

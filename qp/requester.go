@@ -7,16 +7,16 @@ import (
 
 // requester is the send side's packet generator state (rxe's qp->req).
 type requester struct {
-	psn     bth.PSN // next PSN to send
-	highPSN bth.PSN // one past the highest PSN ever sent, to count retransmits
+	psn       bth.PSN // next PSN to send
+	highPSN   bth.PSN // one past the highest PSN ever sent, to count retransmits
+	srAtomic  bth.PSN // see srAtomicOut
+	noackPkts int16   // packets since the last AckReq, at most maxPktPerAck
+	rdAtomic  int16   // free READ/atomic credits (max_rd_atomic, at most 255)
+	needRetry bool    // the completer asked for go-back-N from comp.psn
+	waitRNR   bool    // an RNR NAK timer is running
 	// srAtomicOut: under selective repeat, an atomic or ATOMIC WRITE
 	// went out with PSN srAtomic; until it is answered, no WRITE packet
 	// after it may be placed ahead of it (sr.go).
-	srAtomic    bth.PSN
-	noackPkts   int16 // packets since the last AckReq, at most maxPktPerAck
-	rdAtomic    int16 // free READ/atomic credits (max_rd_atomic, at most 255)
-	needRetry   bool  // the completer asked for go-back-N from comp.psn
-	waitRNR     bool  // an RNR NAK timer is running
 	srAtomicOut bool
 	// posted and done count send WRs posted and completed successfully
 	// (Counters' PostedSends and CompletedSends, count16); pkts the
