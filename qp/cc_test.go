@@ -426,7 +426,7 @@ func TestPacing(t *testing.T) {
 // and each QP's timers in the engine's wheel: the cost per message should
 // stay flat from 10 to 10 000 QPs, with no allocation.
 func BenchmarkCCManyQPs(b *testing.B) {
-	benchManyQPs(b, manyQPs, func(p *pair) {
+	benchManyQPs(b, manyQPCounts, func(p *pair) {
 		p.a.e.CC = *dcqcnConfig(10 * cc.Gbps)
 		p.b.e.CC = p.a.e.CC
 		if err := p.a.qp.SetCC(nil); err != nil {

@@ -56,4 +56,31 @@ func BenchmarkDependentLoad(b *testing.B) {
 	}
 }
 
-var sink uint64
+// BenchmarkSecondLine walks the 64 MiB cycle and, after each line,
+// loads a second line whose address waits for the first load: the
+// other line of its 128-byte pair, a line 1 KiB away in the same
+// 4 KiB page, or the same line of a page 1 MiB away. ns/op is what a
+// step costs: a QP block's later lines in the page its first miss
+// opened cost far less than a second cold QP would.
+func BenchmarkSecondLine(b *testing.B) {
+	buf := cycle(64)
+	mask := zero // not known to the compiler: the second load stays
+	for _, c := range []struct {
+		name string
+		flip uint64 // in words: the second line's offset from the first's
+	}{{"none", 0}, {"pair", 64 / 8}, {"page", 1024 / 8}, {"far", 1 << 20 / 8}} {
+		b.Run(c.name, func(b *testing.B) {
+			j := uint64(0)
+			for b.Loop() {
+				next := buf[j]
+				if c.flip != 0 {
+					next += buf[j^c.flip+next&mask] & mask
+				}
+				j = next
+			}
+			sink = j
+		})
+	}
+}
+
+var sink, zero uint64
